@@ -1,0 +1,85 @@
+# The module users run, and everything that checks it.
+WASM_TARGET := wasm32-wasip1
+CRATE       := istio_job_sidecar_policy
+RELEASE_DIR := target/$(WASM_TARGET)/release
+VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+OCI_REPOSITORY ?= ghcr.io/example/policies/istio-job-sidecar
+SOURCES     := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
+
+.PHONY: all test unit-tests wasm-tests e2e-tests fmt lint clean demo bench floors runner
+
+all: annotated-policy.wasm
+
+policy.wasm: $(SOURCES)
+	cargo build --target $(WASM_TARGET) --release --locked
+	cp $(RELEASE_DIR)/$(CRATE).wasm policy.wasm
+
+annotated-policy.wasm: policy.wasm metadata.yml README.md
+	kwctl annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
+
+fmt:
+	cargo fmt --all -- --check
+
+lint:
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+
+unit-tests:
+	cargo test --locked
+
+test: fmt lint unit-tests wasm-tests
+
+e2e-tests: annotated-policy.wasm
+	bats e2e.bats
+
+clean:
+	cargo clean
+	rm -f policy.wasm annotated-policy.wasm
+
+# --- Distribution (needs kwctl: https://docs.kubewarden.io/howtos/install-kwctl)
+# The version comes from one place, Cargo.toml; tests/manifests.rs checks that
+# metadata.yml, artifacthub-pkg.yml, CHANGELOG.md and examples/ agree with it.
+# Push elsewhere with `make push OCI_REPOSITORY=localhost:5000/istio-job-sidecar`;
+# an http (insecure) registry needs KWCTL_FLAGS="--sources-path sources.yml".
+KWCTL_FLAGS ?=
+KWCTL_CHECK = @command -v kwctl >/dev/null 2>&1 || { echo "kwctl not found on PATH: $@ needs it (https://docs.kubewarden.io/howtos/install-kwctl)" >&2; exit 1; }
+
+.PHONY: push artifacthub
+
+push: annotated-policy.wasm
+	$(KWCTL_CHECK)
+	kwctl push $(KWCTL_FLAGS) annotated-policy.wasm registry://$(OCI_REPOSITORY):v$(VERSION)
+
+# Regenerates artifacthub-pkg.yml from metadata.yml and questions-ui.yml.
+# kwctl >= 1.2x reads the version from io.kubewarden.policy.version and only
+# warns that --version is deprecated; older kwctl requires it.
+artifacthub: metadata.yml questions-ui.yml
+	$(KWCTL_CHECK)
+	kwctl scaffold artifacthub --metadata-path metadata.yml --version $(VERSION) \
+		--questions-path questions-ui.yml > artifacthub-pkg.yml.tmp
+	mv artifacthub-pkg.yml.tmp artifacthub-pkg.yml
+
+# --- Running the built module as Kubewarden does (runner/, floors/) ---------
+# The runner is native code on wasmtime: built with the `host` profile (the
+# release profile is tuned for the wasm module). Tests use the same profile so
+# `make runner` and `make wasm-tests` share one wasmtime build.
+HOST_DIR  := target/host
+RUNNER    := $(HOST_DIR)/policy-runner
+FLOOR_DIR := target/$(WASM_TARGET)/release
+
+floors:
+	cargo build --target $(WASM_TARGET) --release --locked -p floor-accept -p floor-sdk-parse
+
+runner:
+	cargo build --profile host --locked -p policy-runner
+
+# Every case of test_data/ through policy.wasm; UPDATE_GOLDEN=1 rewrites expected.json.
+wasm-tests: policy.wasm
+	cargo test --profile host --locked -p policy-runner
+
+demo: policy.wasm runner
+	$(RUNNER) demo --wasm policy.wasm
+
+bench: policy.wasm floors runner
+	$(RUNNER) bench --wasm policy.wasm \
+		--floor-accept $(FLOOR_DIR)/floor_accept.wasm \
+		--floor-sdk-parse $(FLOOR_DIR)/floor_sdk_parse.wasm

@@ -1,0 +1,166 @@
+//! The decision table of issue 2, as a pure function over plain data.
+//! One arm per row; the rstest table below has the same rows.
+
+use crate::settings::{Mode, Settings};
+use crate::workload::Kind;
+
+/// Value of `istio-job-sidecar/mode` that turns the policy off for a workload.
+pub const DISABLED: &str = "disabled";
+
+/// What the request view says, before any mutation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Facts<'f> {
+    pub kind: Kind,
+    pub operation: &'f str,
+    /// `spec.restartPolicy` (read for Pods only).
+    pub restart_policy: Option<&'f str>,
+    /// `istio-job-sidecar/mode` of the template, else of the object.
+    pub mode_annotation: Option<&'f str>,
+    /// `sidecar.istio.io/inject` says "no" on the template.
+    pub injection_disabled: bool,
+    /// `sidecar.istio.io/status` present: a real proxy is already there.
+    pub injected: bool,
+}
+
+/// Why a request is accepted unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// A Job's template is immutable after creation: mutating it on UPDATE
+    /// would make the API server reject the update.
+    JobNotCreate,
+    /// An operation this kind is not mutated on.
+    Operation,
+    /// A Pod that runs forever (restartPolicy Always or unset).
+    LongRunningPod,
+    /// `istio-job-sidecar/mode: disabled`.
+    Disabled,
+    /// Istio will not inject this pod and no proxy is there.
+    InjectionDisabled,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    Skip(Skip),
+    Apply(Mode),
+}
+
+/// The plan for a handled kind, and the warnings to return with it.
+pub fn decide(facts: &Facts, settings: &Settings) -> (Plan, Vec<String>) {
+    let mut warnings = Vec::new();
+    let plan = match (facts.kind, facts.operation) {
+        (Kind::Job, op) if op != "CREATE" => Plan::Skip(Skip::JobNotCreate),
+        (Kind::CronJob, op) if op != "CREATE" && op != "UPDATE" => Plan::Skip(Skip::Operation),
+        (Kind::Pod, op) if op != "CREATE" => Plan::Skip(Skip::Operation),
+        (Kind::Pod, _) if !matches!(facts.restart_policy, Some("Never" | "OnFailure")) => {
+            Plan::Skip(Skip::LongRunningPod)
+        }
+        _ => match workload_mode(facts, settings, &mut warnings) {
+            None => Plan::Skip(Skip::Disabled),
+            Some(_) if facts.injection_disabled && !facts.injected => {
+                Plan::Skip(Skip::InjectionDisabled)
+            }
+            Some(mode) => Plan::Apply(mode),
+        },
+    };
+    (plan, warnings)
+}
+
+/// The mode for this workload: the cluster's, unless the workload's own
+/// annotation (when honoured) picks another or `disabled` (`None`).
+fn workload_mode(facts: &Facts, settings: &Settings, warnings: &mut Vec<String>) -> Option<Mode> {
+    let annotation = facts.mode_annotation.filter(|_| settings.workload_override);
+    match annotation {
+        None => Some(settings.mode),
+        Some(DISABLED) => None,
+        Some(value) => Mode::parse(value).or_else(|| {
+            warnings.push(format!(
+                "istio-job-sidecar/mode {value:?} is not one of {}, {DISABLED}; used {}",
+                Mode::valid_values(),
+                settings.mode.as_str()
+            ));
+            Some(settings.mode)
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    const BASE: Facts<'static> = Facts {
+        kind: Kind::Job,
+        operation: "CREATE",
+        restart_policy: Some("Never"),
+        mode_annotation: None,
+        injection_disabled: false,
+        injected: false,
+    };
+
+    fn with(f: impl FnOnce(&mut Facts<'static>)) -> Facts<'static> {
+        let mut facts = BASE;
+        f(&mut facts);
+        facts
+    }
+
+    const NATIVE: Plan = Plan::Apply(Mode::NativeSidecar);
+
+    #[rstest]
+    #[case::job_create(BASE, NATIVE)]
+    #[case::job_update(with(|f| f.operation = "UPDATE"), Plan::Skip(Skip::JobNotCreate))]
+    #[case::job_delete(with(|f| f.operation = "DELETE"), Plan::Skip(Skip::JobNotCreate))]
+    #[case::cronjob_create(with(|f| f.kind = Kind::CronJob), NATIVE)]
+    #[case::cronjob_update(with(|f| { f.kind = Kind::CronJob; f.operation = "UPDATE" }), NATIVE)]
+    #[case::cronjob_delete(with(|f| { f.kind = Kind::CronJob; f.operation = "DELETE" }), Plan::Skip(Skip::Operation))]
+    #[case::pod_never(with(|f| f.kind = Kind::Pod), NATIVE)]
+    #[case::pod_on_failure(with(|f| { f.kind = Kind::Pod; f.restart_policy = Some("OnFailure") }), NATIVE)]
+    #[case::pod_always(with(|f| { f.kind = Kind::Pod; f.restart_policy = Some("Always") }), Plan::Skip(Skip::LongRunningPod))]
+    #[case::pod_unset(with(|f| { f.kind = Kind::Pod; f.restart_policy = None }), Plan::Skip(Skip::LongRunningPod))]
+    #[case::pod_update(with(|f| { f.kind = Kind::Pod; f.operation = "UPDATE" }), Plan::Skip(Skip::Operation))]
+    #[case::injection_off(with(|f| f.injection_disabled = true), Plan::Skip(Skip::InjectionDisabled))]
+    #[case::injection_off_but_injected(with(|f| { f.injection_disabled = true; f.injected = true }), NATIVE)]
+    #[case::workload_disabled(with(|f| f.mode_annotation = Some("disabled")), Plan::Skip(Skip::Disabled))]
+    #[case::workload_exit(with(|f| f.mode_annotation = Some("exitOnJobCompletion")), Plan::Apply(Mode::ExitOnJobCompletion))]
+    #[case::workload_quit(with(|f| f.mode_annotation = Some("quitEndpoint")), Plan::Apply(Mode::QuitEndpoint))]
+    #[case::workload_invalid(with(|f| f.mode_annotation = Some("off")), NATIVE)]
+    #[case::job_update_wins_over_annotation(with(|f| { f.operation = "UPDATE"; f.mode_annotation = Some("exitOnJobCompletion") }), Plan::Skip(Skip::JobNotCreate))]
+    fn decision_table(#[case] facts: Facts<'static>, #[case] expected: Plan) {
+        assert_eq!(decide(&facts, &Settings::default()).0, expected);
+    }
+
+    #[test]
+    fn invalid_workload_mode_warns_and_names_valid_values() {
+        let facts = with(|f| f.mode_annotation = Some("off"));
+        let (plan, warnings) = decide(&facts, &Settings::default());
+        assert_eq!(plan, NATIVE);
+        assert_eq!(
+            warnings,
+            vec!["istio-job-sidecar/mode \"off\" is not one of nativeSidecar, exitOnJobCompletion, quitEndpoint, disabled; used nativeSidecar"]
+        );
+    }
+
+    #[rstest]
+    #[case::disabled("disabled")]
+    #[case::other_mode("exitOnJobCompletion")]
+    #[case::invalid("nonsense")]
+    fn annotation_ignored_without_workload_override(#[case] value: &'static str) {
+        let settings = Settings {
+            workload_override: false,
+            ..Settings::default()
+        };
+        let facts = with(|f| f.mode_annotation = Some(value));
+        assert_eq!(decide(&facts, &settings), (NATIVE, vec![]));
+    }
+
+    #[test]
+    fn cluster_mode_applies() {
+        let settings = Settings {
+            mode: Mode::ExitOnJobCompletion,
+            ..Settings::default()
+        };
+        assert_eq!(
+            decide(&BASE, &settings).0,
+            Plan::Apply(Mode::ExitOnJobCompletion)
+        );
+    }
+}

@@ -1,0 +1,49 @@
+//! Kubewarden policy: the Istio sidecar of Jobs, CronJobs and run-to-completion
+//! Pods ends when the work is done. This file only registers the waPC entry
+//! points; `policy::evaluate` is where a request is answered.
+
+pub mod decide;
+pub mod json;
+pub mod modes;
+pub mod policy;
+pub mod request;
+pub mod response;
+pub mod settings;
+pub mod workload;
+
+use kubewarden_policy_sdk::settings::SettingsValidationResponse;
+use wapc_guest::CallResult;
+
+#[cfg(target_arch = "wasm32")]
+#[no_mangle]
+pub extern "C" fn wapc_init() {
+    wapc_guest::register_function("validate", validate);
+    wapc_guest::register_function("validate_settings", validate_settings);
+    wapc_guest::register_function("protocol_version", protocol_version);
+}
+
+/// Never an error: every request, however malformed, gets an accept (with a
+/// warning when something was off). A mutating helper must not deny pods.
+pub fn validate(payload: &[u8]) -> CallResult {
+    Ok(policy::evaluate(payload))
+}
+
+/// Always a `SettingsValidationResponse`, so kwctl and policy-server show our
+/// message rather than a deserialization error.
+pub fn validate_settings(payload: &[u8]) -> CallResult {
+    let response = match settings::Settings::from_json(payload) {
+        Ok(_) => SettingsValidationResponse {
+            valid: true,
+            message: None,
+        },
+        Err(message) => SettingsValidationResponse {
+            valid: false,
+            message: Some(message),
+        },
+    };
+    Ok(serde_json::to_vec(&response)?)
+}
+
+pub fn protocol_version(payload: &[u8]) -> CallResult {
+    kubewarden_policy_sdk::protocol_version_guest(payload)
+}

@@ -1,0 +1,102 @@
+//! One request, one way: payload -> request view -> workload -> decide ->
+//! mode -> response. Every failure on the way is an accept, unchanged, with a
+//! warning that says why: a mutating helper must never deny a pod.
+
+use crate::decide::{decide, Facts, Plan};
+use crate::json::Node;
+use crate::modes::{self, Target};
+use crate::request::Payload;
+use crate::response;
+use crate::settings::Settings;
+use crate::workload::{Kind, Workload};
+
+/// The `validate` answer for a raw payload (JSON `ValidationResponse` bytes).
+pub fn evaluate(payload: &[u8]) -> Vec<u8> {
+    match answer(payload) {
+        Answer::Accept(warnings) => response::accept(&warnings),
+        Answer::Mutate(object, warnings) => response::mutate(&object, &warnings),
+    }
+}
+
+/// The decision, before it is written out.
+#[derive(Debug)]
+pub enum Answer<'a> {
+    Accept(Vec<String>),
+    Mutate(Node<'a>, Vec<String>),
+}
+
+pub fn answer(payload: &[u8]) -> Answer<'_> {
+    let payload: Payload = match serde_json::from_slice(payload) {
+        Ok(p) => p,
+        Err(e) => return Answer::Accept(vec![format!("request not understood: {e}")]),
+    };
+    let request = payload.request;
+    let Some(kind) = request
+        .kind
+        .as_ref()
+        .and_then(|gvk| Kind::from_group_kind(&gvk.group, &gvk.kind))
+    else {
+        return Answer::Accept(Vec::new());
+    };
+    let operation = request.operation.as_deref().unwrap_or_default();
+    // Decided from the request alone, before the object is read at all.
+    if kind == Kind::Job && operation != "CREATE" {
+        return Answer::Accept(Vec::new());
+    }
+    let settings = match read_settings(payload.settings) {
+        Ok(s) => s,
+        Err(why) => return Answer::Accept(vec![format!("invalid settings, nothing done: {why}")]),
+    };
+    let Some(object) = request.object else {
+        return Answer::Accept(Vec::new());
+    };
+    let unexpected = |why: &str| {
+        Answer::Accept(vec![format!(
+            "{} left unchanged, unexpected shape: {why}",
+            kind.as_str()
+        )])
+    };
+    let workload = match Workload::read(kind, object) {
+        Ok(Some(w)) => w,
+        Ok(None) => return unexpected("no pod template"),
+        Err(why) => return unexpected(&why),
+    };
+    let facts = Facts {
+        kind,
+        operation,
+        restart_policy: workload.spec.restart_policy.as_deref(),
+        mode_annotation: workload.mode_annotation(),
+        injection_disabled: workload.injection_disabled(),
+        injected: workload.injection_status().is_some(),
+    };
+    let (plan, mut warnings) = decide(&facts, &settings);
+    let Plan::Apply(mode) = plan else {
+        return Answer::Accept(warnings);
+    };
+    let mut node = Node::raw(object);
+    let mut target = Target {
+        kind,
+        workload: &workload,
+        object: &mut node,
+        settings: &settings,
+    };
+    match modes::apply(mode, &mut target) {
+        Ok(outcome) => {
+            warnings.extend(outcome.warnings);
+            if outcome.changed {
+                Answer::Mutate(node, warnings)
+            } else {
+                Answer::Accept(warnings)
+            }
+        }
+        Err(e) => unexpected(&e.to_string()),
+    }
+}
+
+fn read_settings(raw: Option<&serde_json::value::RawValue>) -> Result<Settings, String> {
+    match raw.map(|r| r.get().trim()) {
+        // The common case costs nothing.
+        None | Some("null") | Some("{}") => Ok(Settings::default()),
+        Some(text) => Settings::from_json(text.as_bytes()),
+    }
+}

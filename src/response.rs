@@ -1,0 +1,98 @@
+//! The answer to `validate`: the SDK's `ValidationResponse`, field for field,
+//! but written straight from the edit tree so the mutated object is not
+//! rebuilt as a `serde_json::Value` first.
+
+use crate::json::Node;
+use serde::Serialize;
+
+/// Warnings reach the `kubectl` user; the API server asks for at most 120
+/// characters each.
+pub const MAX_WARNING_CHARS: usize = 120;
+const PREFIX: &str = "istio-job-sidecar: ";
+
+#[derive(Serialize)]
+struct ValidationResponse<'r, 'a> {
+    accepted: bool,
+    message: Option<&'r str>,
+    code: Option<u16>,
+    mutated_object: Option<&'r Node<'a>>,
+    audit_annotations: Option<()>,
+    warnings: Option<Vec<String>>,
+}
+
+/// Accept unchanged.
+pub fn accept(warnings: &[String]) -> Vec<u8> {
+    write(None, warnings)
+}
+
+/// Accept with `object` as the mutated object.
+pub fn mutate(object: &Node, warnings: &[String]) -> Vec<u8> {
+    write(Some(object), warnings)
+}
+
+fn write(object: Option<&Node>, warnings: &[String]) -> Vec<u8> {
+    let response = |mutated_object, warnings: &[String]| ValidationResponse {
+        accepted: true,
+        message: None,
+        code: None,
+        mutated_object,
+        audit_annotations: None,
+        warnings: (!warnings.is_empty()).then(|| warnings.iter().map(|w| warning(w)).collect()),
+    };
+    serde_json::to_vec(&response(object, warnings)).unwrap_or_else(|e| {
+        // Only reachable if the object cannot be written back: answer
+        // unchanged rather than trap.
+        let why = [format!("left unchanged: {e}")];
+        serde_json::to_vec(&response(None, &why)).unwrap_or_else(|_| FALLBACK.to_vec())
+    })
+}
+
+const FALLBACK: &[u8] = br#"{"accepted":true,"message":null,"code":null,"mutated_object":null,"audit_annotations":null,"warnings":null}"#;
+
+/// `text` with the policy's prefix, cut to `MAX_WARNING_CHARS` characters.
+pub fn warning(text: &str) -> String {
+    let mut out = String::with_capacity(MAX_WARNING_CHARS + 4);
+    out.push_str(PREFIX);
+    let room = MAX_WARNING_CHARS - PREFIX.len();
+    if text.chars().count() <= room {
+        out.push_str(text);
+    } else {
+        out.extend(text.chars().take(room - 1));
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn accept_matches_the_sdk() {
+        let ours: serde_json::Value = serde_json::from_slice(&accept(&[])).unwrap();
+        let sdk: serde_json::Value =
+            serde_json::from_slice(&kubewarden_policy_sdk::accept_request().unwrap()).unwrap();
+        assert_eq!(ours, sdk);
+    }
+
+    #[test]
+    fn mutate_matches_the_sdk() {
+        let object = json!({"kind": "Pod", "metadata": {"name": "p"}});
+        let ours: serde_json::Value =
+            serde_json::from_slice(&mutate(&Node::Value(object.clone()), &[])).unwrap();
+        let sdk: serde_json::Value =
+            serde_json::from_slice(&kubewarden_policy_sdk::mutate_request(object).unwrap())
+                .unwrap();
+        assert_eq!(ours, sdk);
+    }
+
+    #[test]
+    fn warnings_are_prefixed_and_short() {
+        let long = "é".repeat(500);
+        let w = warning(&long);
+        assert_eq!(w.chars().count(), MAX_WARNING_CHARS);
+        assert!(w.starts_with(PREFIX) && w.ends_with('…'));
+        assert_eq!(warning("short"), "istio-job-sidecar: short");
+    }
+}

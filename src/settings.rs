@@ -1,0 +1,245 @@
+//! The settings users write into a ClusterAdmissionPolicy, and their validation.
+//!
+//! Parsed by hand over a `serde_json::Value` rather than by a serde derive, so
+//! that every message names the key at fault (serde's own type errors do not).
+
+use serde_json::Value;
+
+pub const DEFAULT_SIDECAR_CONTAINER_NAME: &str = "istio-proxy";
+pub const DEFAULT_QUIT_URL: &str = "http://127.0.0.1:15020/quitquitquit";
+
+/// Every key `validate_settings` accepts, in the order the docs list them.
+pub const KEYS: [&str; 4] = [
+    "mode",
+    "sidecarContainerName",
+    "workloadOverride",
+    "quitUrl",
+];
+
+/// How the sidecar is made to stop when the work is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    NativeSidecar,
+    ExitOnJobCompletion,
+    QuitEndpoint,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [
+        Mode::NativeSidecar,
+        Mode::ExitOnJobCompletion,
+        Mode::QuitEndpoint,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::NativeSidecar => "nativeSidecar",
+            Mode::ExitOnJobCompletion => "exitOnJobCompletion",
+            Mode::QuitEndpoint => "quitEndpoint",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+
+    /// "nativeSidecar, exitOnJobCompletion, quitEndpoint", for messages.
+    pub fn valid_values() -> String {
+        Mode::ALL.map(Mode::as_str).join(", ")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub mode: Mode,
+    pub sidecar_container_name: String,
+    pub workload_override: bool,
+    pub quit_url: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            mode: Mode::NativeSidecar,
+            sidecar_container_name: DEFAULT_SIDECAR_CONTAINER_NAME.to_owned(),
+            workload_override: true,
+            quit_url: DEFAULT_QUIT_URL.to_owned(),
+        }
+    }
+}
+
+impl Settings {
+    /// Settings from the raw JSON `validate_settings` receives.
+    pub fn from_json(bytes: &[u8]) -> Result<Settings, String> {
+        let value: Value = serde_json::from_slice(bytes)
+            .map_err(|e| format!("settings are not valid JSON: {e}"))?;
+        Settings::from_value(&value)
+    }
+
+    /// Settings from a parsed JSON value; `null` means all defaults.
+    pub fn from_value(value: &Value) -> Result<Settings, String> {
+        let mut settings = Settings::default();
+        let map = match value {
+            Value::Null => return Ok(settings),
+            Value::Object(map) => map,
+            other => {
+                return Err(format!(
+                    "settings must be an object, got {}",
+                    type_name(other)
+                ))
+            }
+        };
+        for (key, v) in map {
+            match key.as_str() {
+                "mode" => {
+                    let s = expect_str(key, v)?;
+                    settings.mode = Mode::parse(s).ok_or_else(|| {
+                        format!(
+                            "mode: unknown value {s:?}; valid values are {}",
+                            Mode::valid_values()
+                        )
+                    })?;
+                }
+                "sidecarContainerName" => {
+                    let s = expect_str(key, v)?;
+                    validate_container_name(s)
+                        .map_err(|why| format!("sidecarContainerName: {why}"))?;
+                    settings.sidecar_container_name = s.to_owned();
+                }
+                "workloadOverride" => {
+                    settings.workload_override = v.as_bool().ok_or_else(|| {
+                        format!("workloadOverride: expected a boolean, got {}", type_name(v))
+                    })?;
+                }
+                "quitUrl" => {
+                    let s = expect_str(key, v)?;
+                    settings.quit_url =
+                        validate_quit_url(s).map_err(|why| format!("quitUrl: {why}"))?;
+                }
+                unknown => {
+                    return Err(format!(
+                        "unknown setting {unknown:?}; valid settings are {}",
+                        KEYS.join(", ")
+                    ))
+                }
+            }
+        }
+        Ok(settings)
+    }
+}
+
+fn expect_str<'v>(key: &str, v: &'v Value) -> Result<&'v str, String> {
+    v.as_str()
+        .ok_or_else(|| format!("{key}: expected a string, got {}", type_name(v)))
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Kubernetes container names are DNS-1123 labels.
+fn validate_container_name(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("must not be empty".into());
+    }
+    let label_ok = s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-');
+    if label_ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{s:?} is not a valid container name (a DNS-1123 label: at most 63 \
+             lowercase letters, digits and '-', starting and ending with a letter or digit)"
+        ))
+    }
+}
+
+/// An http URL on a loopback host: the quit request must reach the pod's own
+/// pilot-agent, never leave the pod. Returns the URL as it will be called.
+fn validate_quit_url(s: &str) -> Result<String, String> {
+    let url = url::Url::parse(s).map_err(|e| format!("{s:?} is not a URL: {e}"))?;
+    if url.scheme() != "http" {
+        return Err(format!(
+            "{s:?} must use http (pilot-agent's status port speaks plain http)"
+        ));
+    }
+    let loopback = match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    if !loopback {
+        return Err(format!(
+            "{s:?} must name a loopback host (127.0.0.1, localhost or [::1]): \
+             the pod's own pilot-agent"
+        ));
+    }
+    if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
+        return Err(format!("{s:?} must not carry credentials or a fragment"));
+    }
+    Ok(url.as_str().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    #[rstest]
+    #[case::empty(json!({}), Settings::default())]
+    #[case::null(json!(null), Settings::default())]
+    #[case::exit_mode(json!({"mode": "exitOnJobCompletion"}), Settings { mode: Mode::ExitOnJobCompletion, ..Settings::default() })]
+    #[case::quit_mode(json!({"mode": "quitEndpoint"}), Settings { mode: Mode::QuitEndpoint, ..Settings::default() })]
+    #[case::all_keys(
+        json!({"mode": "nativeSidecar", "sidecarContainerName": "envoy", "workloadOverride": false, "quitUrl": "http://localhost:15020/quitquitquit"}),
+        Settings { mode: Mode::NativeSidecar, sidecar_container_name: "envoy".into(), workload_override: false, quit_url: "http://localhost:15020/quitquitquit".into() }
+    )]
+    #[case::ipv6_loopback(json!({"quitUrl": "http://[::1]:15020/quitquitquit"}), Settings { quit_url: "http://[::1]:15020/quitquitquit".into(), ..Settings::default() })]
+    fn valid_settings(#[case] input: Value, #[case] expected: Settings) {
+        assert_eq!(Settings::from_value(&input), Ok(expected));
+    }
+
+    #[rstest]
+    #[case::unknown_key(json!({"modes": "nativeSidecar"}), "unknown setting \"modes\"; valid settings are mode, sidecarContainerName, workloadOverride, quitUrl")]
+    #[case::unknown_mode(json!({"mode": "native"}), "mode: unknown value \"native\"; valid values are nativeSidecar, exitOnJobCompletion, quitEndpoint")]
+    #[case::mode_case(json!({"mode": "NativeSidecar"}), "mode: unknown value \"NativeSidecar\"")]
+    #[case::mode_type(json!({"mode": 1}), "mode: expected a string, got a number")]
+    #[case::name_empty(json!({"sidecarContainerName": ""}), "sidecarContainerName: must not be empty")]
+    #[case::name_type(json!({"sidecarContainerName": null}), "sidecarContainerName: expected a string, got null")]
+    #[case::name_invalid(json!({"sidecarContainerName": "Istio_Proxy"}), "sidecarContainerName: \"Istio_Proxy\" is not a valid container name")]
+    #[case::name_too_long(json!({"sidecarContainerName": "a".repeat(64)}), "is not a valid container name")]
+    #[case::override_type(json!({"workloadOverride": "true"}), "workloadOverride: expected a boolean, got a string")]
+    #[case::url_type(json!({"quitUrl": 15020}), "quitUrl: expected a string, got a number")]
+    #[case::url_not_url(json!({"quitUrl": "quitquitquit"}), "quitUrl: \"quitquitquit\" is not a URL")]
+    #[case::url_https(json!({"quitUrl": "https://127.0.0.1:15020/quitquitquit"}), "quitUrl: \"https://127.0.0.1:15020/quitquitquit\" must use http")]
+    #[case::url_remote(json!({"quitUrl": "http://10.0.0.1:15020/quitquitquit"}), "must name a loopback host")]
+    #[case::url_remote_name(json!({"quitUrl": "http://istiod:15020/quitquitquit"}), "must name a loopback host")]
+    #[case::url_credentials(json!({"quitUrl": "http://a:b@127.0.0.1:15020/quitquitquit"}), "must not carry credentials")]
+    #[case::not_object(json!(["mode"]), "settings must be an object, got an array")]
+    #[case::string(json!("nativeSidecar"), "settings must be an object, got a string")]
+    fn invalid_settings(#[case] input: Value, #[case] message_starts: &str) {
+        let err = Settings::from_value(&input).unwrap_err();
+        assert!(
+            err.starts_with(message_starts) || err.contains(message_starts),
+            "{err:?} does not say {message_starts:?}"
+        );
+    }
+
+    #[test]
+    fn not_json() {
+        let err = Settings::from_json(b"{mode: x").unwrap_err();
+        assert!(err.starts_with("settings are not valid JSON"), "{err}");
+    }
+}
