@@ -11,6 +11,8 @@ SOURCES     := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 all: annotated-policy.wasm
 
 policy.wasm: $(SOURCES)
+	@# a fresh machine has rustup but not the wasm target yet
+	@if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -qx '$(WASM_TARGET)'; then rustup target add $(WASM_TARGET); fi
 	cargo build --target $(WASM_TARGET) --release --locked
 	cp $(RELEASE_DIR)/$(CRATE).wasm policy.wasm
 
