@@ -30,7 +30,8 @@ unit-tests:
 
 test: fmt lint unit-tests wasm-tests
 
-e2e-tests: annotated-policy.wasm
+# Without kwctl nothing can be annotated: bats then reports every test as skipped.
+e2e-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.wasm)
 	bats e2e.bats
 
 clean:
