@@ -1,0 +1,98 @@
+//! `policy-runner demo`: the module on a sample CronJob and on Istio's
+//! kube-injected Job, in each mode, showing what changed.
+
+use std::io::Write;
+
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::host::Policy;
+use crate::summary::{changed_facts, patch_lines, template_facts};
+
+/// A demo request, embedded so the demo needs no file outside the binary.
+pub struct Sample {
+    pub title: &'static str,
+    pub what: &'static str,
+    pub request: &'static str,
+}
+
+pub const SAMPLES: [Sample; 2] = [
+    Sample {
+        title: "CronJob `hellocron` (Istio's sample, not injected yet)",
+        what: "At CREATE, Kubewarden runs before Istio's injector: the policy prepares the \
+               pod template so the sidecar Istio adds later stops when the job is done.",
+        request: include_str!("../demo/cronjob.json"),
+    },
+    Sample {
+        title: "Job `pi` after `istioctl kube-inject` (classic: istio-proxy in containers)",
+        what: "The proxy is already there as a regular container, so the Job would never \
+               complete; the policy has to fix the template it is given.",
+        request: include_str!("../demo/job-kube-injected-classic.json"),
+    },
+];
+
+/// Every mode the policy may know; modes the module rejects in
+/// `validate_settings` are reported and skipped.
+pub const MODES: [&str; 3] = ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"];
+
+pub fn run(policy: &Policy, out: &mut dyn Write) -> Result<()> {
+    let io = |e: std::io::Error| Error::Input(format!("cannot write the demo: {e}"));
+    writeln!(
+        out,
+        "Kubewarden sends the API server a JSONPatch: the difference between the object \
+         submitted and the object the policy returns. For each sample and mode below: \
+         the patch operations, then the pod-template fields that changed."
+    )
+    .map_err(io)?;
+    for sample in &SAMPLES {
+        let request: Value = serde_json::from_str(sample.request)
+            .map_err(|e| Error::Input(format!("demo request {}: {e}", sample.title)))?;
+        writeln!(out, "\n=== {} ===", sample.title).map_err(io)?;
+        writeln!(out, "{}", sample.what).map_err(io)?;
+        writeln!(out, "  as submitted:").map_err(io)?;
+        for (label, value) in template_facts(&request["object"]) {
+            writeln!(out, "    {label}: {value}").map_err(io)?;
+        }
+        for mode in MODES {
+            let settings = json!({ "mode": mode });
+            let check = policy.validate_settings(&settings)?;
+            if !check.valid {
+                let why = check.message.unwrap_or_default();
+                writeln!(
+                    out,
+                    "\n--- mode {mode}: not in this build of the module ({why})"
+                )
+                .map_err(io)?;
+                continue;
+            }
+            let evaluation = policy.validate(&request, &settings)?;
+            let verdict = if evaluation.allowed() {
+                "accepted"
+            } else {
+                "REJECTED"
+            };
+            let ops = patch_lines(&evaluation);
+            writeln!(
+                out,
+                "\n--- mode {mode}: {verdict}, {} patch operation(s)",
+                ops.len()
+            )
+            .map_err(io)?;
+            for warning in evaluation.warnings() {
+                writeln!(out, "  warning: {warning}").map_err(io)?;
+            }
+            for op in &ops {
+                writeln!(out, "  {op}").map_err(io)?;
+            }
+            if ops.is_empty() {
+                continue;
+            }
+            writeln!(out, "  what changed in the pod template:").map_err(io)?;
+            let after = evaluation.patched_object()?;
+            for line in changed_facts(&evaluation.object, &after) {
+                writeln!(out, "    {line}").map_err(io)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,311 @@
+//! Loading a policy module and calling its waPC functions the way
+//! Kubewarden's policy-server does (wapc + wasmtime-provider, same versions).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use wapc::WapcHost;
+use wasmtime_provider::wasmtime::Engine;
+use wasmtime_provider::WasmtimeEngineProviderBuilder;
+
+use crate::admission::Evaluation;
+use crate::error::{Error, Result};
+
+/// The SDK's `ValidationResponse`, as the guest serializes it. Kept as our own
+/// type so the host does not pull the SDK (and k8s-openapi) in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValidationResponse {
+    pub accepted: bool,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub code: Option<u16>,
+    #[serde(default)]
+    pub mutated_object: Option<Value>,
+    #[serde(default)]
+    pub audit_annotations: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub warnings: Option<Vec<String>>,
+}
+
+/// The SDK's `SettingsValidationResponse`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingsValidation {
+    pub valid: bool,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// One host call the guest made to log something
+/// (binding `kubewarden`, namespace `tracing`, operation `log`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuestLog {
+    pub level: String,
+    pub message: String,
+    /// The whole event as the guest sent it (JSON when it parses).
+    pub raw: Value,
+}
+
+impl GuestLog {
+    fn from_payload(payload: &[u8]) -> GuestLog {
+        let raw = serde_json::from_slice::<Value>(payload)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(payload).into_owned()));
+        let field = |name: &str| raw.get(name).and_then(Value::as_str).map(str::to_owned);
+        GuestLog {
+            level: field("level").unwrap_or_else(|| "info".to_owned()),
+            message: field("message")
+                .or_else(|| field("msg"))
+                .unwrap_or_else(|| match &raw {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                }),
+            raw: raw.clone(),
+        }
+    }
+}
+
+type LogSink = Arc<Mutex<Vec<GuestLog>>>;
+
+/// A loaded policy module: one wasmtime instance behind one waPC host, kept
+/// for many calls, as policy-server keeps one per policy and worker.
+pub struct Policy {
+    host: WapcHost,
+    logs: LogSink,
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("id", &self.host.id())
+            .finish()
+    }
+}
+
+impl Policy {
+    /// Reads and instantiates a `.wasm` file with a default engine.
+    pub fn load(path: &Path) -> Result<Policy> {
+        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Policy::from_bytes(&bytes, None)
+    }
+
+    /// Instantiates a module; `engine` lets the caller choose the wasmtime
+    /// configuration (the benchmark uses it to observe linear memory).
+    pub fn from_bytes(bytes: &[u8], engine: Option<Engine>) -> Result<Policy> {
+        let mut builder = WasmtimeEngineProviderBuilder::new().module_bytes(bytes);
+        if let Some(engine) = engine {
+            builder = builder.engine(engine);
+        }
+        trap_cause::install();
+        let provider = builder.build().map_err(|e| Error::Load(e.to_string()))?;
+        let logs: LogSink = Arc::default();
+        let sink = Arc::clone(&logs);
+        let host = WapcHost::new(
+            Box::new(provider),
+            Some(Box::new(
+                move |_id, binding, namespace, operation, payload| {
+                    host_callback(&sink, binding, namespace, operation, payload)
+                },
+            )),
+        )
+        .map_err(|e| Error::Load(e.to_string()))?;
+        Ok(Policy { host, logs })
+    }
+
+    /// A raw waPC call: bytes in, bytes out. Guest errors and traps become
+    /// `Error::Call` with the engine's message.
+    pub fn call(&self, function: &str, payload: &[u8]) -> Result<Vec<u8>> {
+        trap_cause::clear();
+        self.host.call(function, payload).map_err(|e| {
+            let mut message = e.to_string();
+            if let Some(cause) = trap_cause::take() {
+                message = format!("{message}\ncaused by: {cause}");
+            }
+            Error::Call {
+                function: function.to_owned(),
+                message,
+            }
+        })
+    }
+
+    /// `protocol_version`: Kubewarden calls it first to know how to talk.
+    pub fn protocol_version(&self) -> Result<String> {
+        let raw = self.call("protocol_version", &[])?;
+        let value: Value = parse_answer("protocol_version", &raw)?;
+        Ok(match value {
+            Value::String(s) => s,
+            other => other.to_string(),
+        })
+    }
+
+    /// `validate_settings` with the settings as JSON, the module's own answer.
+    pub fn validate_settings(&self, settings: &Value) -> Result<SettingsValidation> {
+        let payload = serde_json::to_vec(settings).map_err(|e| Error::Input(e.to_string()))?;
+        let raw = self.call("validate_settings", &payload)?;
+        parse_answer("validate_settings", &raw)
+    }
+
+    /// Like `validate_settings`, but invalid settings are an error carrying
+    /// the module's message, as kwctl and policy-server refuse to go on.
+    pub fn check_settings(&self, settings: &Value) -> Result<()> {
+        let answer = self.validate_settings(settings)?;
+        if answer.valid {
+            Ok(())
+        } else {
+            Err(Error::InvalidSettings(
+                answer.message.unwrap_or_else(|| "(no message)".to_owned()),
+            ))
+        }
+    }
+
+    /// `validate` on an AdmissionRequest (not a whole AdmissionReview), with
+    /// the payload policy-server sends: `{"request": ..., "settings": ...}`.
+    pub fn validate(&self, request: &Value, settings: &Value) -> Result<Evaluation> {
+        let payload = validate_payload(request, settings)?;
+        self.take_logs();
+        let raw = self.call("validate", &payload)?;
+        let response: ValidationResponse = parse_answer("validate", &raw)?;
+        Ok(Evaluation::new(request, response, self.take_logs()))
+    }
+
+    /// Log events the guest sent since the last call that collected them.
+    pub fn take_logs(&self) -> Vec<GuestLog> {
+        std::mem::take(&mut *self.logs.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// The `validate` payload policy-server builds.
+pub fn validate_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
+    serde_json::to_vec(&serde_json::json!({ "request": request, "settings": settings }))
+        .map_err(|e| Error::Input(e.to_string()))
+}
+
+fn parse_answer<T: serde::de::DeserializeOwned>(function: &str, raw: &[u8]) -> Result<T> {
+    serde_json::from_slice(raw).map_err(|e| Error::BadResponse {
+        function: function.to_owned(),
+        message: format!("{e}; the module answered: {}", preview(raw)),
+    })
+}
+
+fn preview(raw: &[u8]) -> String {
+    let text = String::from_utf8_lossy(raw);
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.into_owned(),
+    }
+}
+
+/// What policy-server answers to a guest's host call, reduced to what an
+/// offline runner can do: logging works; every other capability (cluster
+/// context, sigstore, OCI, DNS...) is an error the guest sees, never a panic.
+fn host_callback(
+    logs: &LogSink,
+    binding: &str,
+    namespace: &str,
+    operation: &str,
+    payload: &[u8],
+) -> std::result::Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
+    match (binding, namespace, operation) {
+        ("kubewarden", "tracing", "log") => {
+            logs.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(GuestLog::from_payload(payload));
+            Ok(Vec::new())
+        }
+        _ => Err(format!(
+            "host capability {binding}/{namespace}/{operation} is not available in policy-runner"
+        )
+        .into()),
+    }
+}
+
+/// wasmtime-provider turns a trap into the guest error with `to_string()`,
+/// which keeps only "error while executing at wasm backtrace: ..."; the
+/// reason (`unreachable`, out-of-bounds access...) is in the `{:?}` it logs
+/// at error level just before. A minimal `log` sink keeps that line per
+/// thread so `Policy::call` can add the cause. It is installed only when no
+/// other logger is.
+mod trap_cause {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static LAST: RefCell<Option<String>> = const { RefCell::new(None) };
+    }
+
+    struct Capture;
+
+    impl log::Log for Capture {
+        fn enabled(&self, metadata: &log::Metadata) -> bool {
+            metadata.level() <= log::Level::Error
+                && metadata.target().starts_with("wasmtime_provider")
+        }
+
+        fn log(&self, record: &log::Record) {
+            if self.enabled(record.metadata()) {
+                let text = record.args().to_string();
+                LAST.with(|last| *last.borrow_mut() = Some(text));
+            }
+        }
+
+        fn flush(&self) {}
+    }
+
+    static CAPTURE: Capture = Capture;
+
+    pub(super) fn install() {
+        if log::set_logger(&CAPTURE).is_ok() {
+            log::set_max_level(log::LevelFilter::Error);
+        }
+    }
+
+    pub(super) fn clear() {
+        LAST.with(|last| last.borrow_mut().take());
+    }
+
+    /// The "Caused by:" part of the last logged failure, on one line.
+    pub(super) fn take() -> Option<String> {
+        let text = LAST.with(|last| last.borrow_mut().take())?;
+        let (_, causes) = text.split_once("Caused by:")?;
+        // Cause lines ("0: ...", "1: ...") end at a blank line, before any
+        // "Stack backtrace:" anyhow adds when RUST_BACKTRACE is set.
+        let causes: Vec<&str> = causes
+            .trim_start_matches(['\n', '\r'])
+            .lines()
+            .map(str::trim)
+            .take_while(|l| !l.is_empty() && !l.starts_with("Stack backtrace"))
+            .map(|l| {
+                l.split_once(": ")
+                    .filter(|(n, _)| n.parse::<u32>().is_ok())
+                    .map_or(l, |(_, rest)| rest)
+            })
+            .collect();
+        (!causes.is_empty()).then(|| causes.join(": "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_events_keep_level_and_message() {
+        let log = GuestLog::from_payload(br#"{"level":"warn","message":"hi","x":1}"#);
+        assert_eq!(log.level, "warn");
+        assert_eq!(log.message, "hi");
+        let raw = GuestLog::from_payload(b"not json");
+        assert_eq!(raw.message, "not json");
+    }
+
+    #[test]
+    fn unknown_host_calls_are_errors() {
+        let logs = LogSink::default();
+        assert!(host_callback(&logs, "kubewarden", "kubernetes", "list", b"{}").is_err());
+        assert!(host_callback(&logs, "kubewarden", "tracing", "log", b"{}").is_ok());
+        assert_eq!(logs.lock().map(|l| l.len()).unwrap_or(0), 1);
+    }
+}

@@ -1,0 +1,27 @@
+//! policy-runner: an embedded waPC host that runs a Kubewarden policy module
+//! the way Kubewarden's policy-server and `kwctl run` do, built on the same
+//! engine (`wapc` 2.1, `wasmtime-provider` 2.13 = wasmtime 38, `json-patch` 4
+//! for the patch). The CLI (`run`, `demo`, `bench`) and the wasm-level tests
+//! use this library.
+
+pub mod admission;
+pub mod bench;
+pub mod demo;
+mod error;
+pub mod host;
+pub mod memory;
+pub mod summary;
+
+pub use admission::{load_request, AdmissionResponse, Evaluation};
+pub use error::{Error, Result};
+pub use host::{GuestLog, Policy, SettingsValidation, ValidationResponse};
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root (where `policy.wasm` and `test_data/` are), found from
+/// this crate's manifest directory at build time.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}

@@ -1,0 +1,162 @@
+//! `policy-runner`: run a Kubewarden policy module as policy-server does.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use policy_runner::{bench, demo, load_request, summary, Error, Policy, Result};
+use serde_json::Value;
+
+#[derive(Parser)]
+#[command(
+    name = "policy-runner",
+    version,
+    about = "Run a Kubewarden waPC policy module the way policy-server does"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate one request and print the AdmissionResponse, as `kwctl run` does.
+    Run {
+        /// The policy module (kwctl takes it as its positional argument; both work).
+        #[arg(long, value_name = "PATH")]
+        wasm: Option<PathBuf>,
+        #[arg(value_name = "MODULE", conflicts_with = "wasm")]
+        module: Option<PathBuf>,
+        /// AdmissionRequest, AdmissionReview or bare manifest (JSON or YAML).
+        #[arg(short = 'r', long, value_name = "PATH")]
+        request_path: PathBuf,
+        /// Settings as a JSON string.
+        #[arg(long, value_name = "JSON", conflicts_with = "settings_path")]
+        settings_json: Option<String>,
+        /// Settings from a JSON or YAML file.
+        #[arg(long, value_name = "PATH")]
+        settings_path: Option<PathBuf>,
+        /// Also print each patch operation and the mutated pod template.
+        #[arg(long)]
+        summary: bool,
+    },
+    /// Run the module on a sample CronJob and a kube-injected Job in each mode.
+    Demo {
+        #[arg(long, default_value = "policy.wasm", value_name = "PATH")]
+        wasm: PathBuf,
+    },
+    /// Time `validate` calls of the policy against the two floor guests.
+    Bench {
+        #[arg(long, default_value = "policy.wasm", value_name = "PATH")]
+        wasm: PathBuf,
+        #[arg(
+            long,
+            default_value = "target/wasm32-wasip1/release/floor_accept.wasm",
+            value_name = "PATH"
+        )]
+        floor_accept: PathBuf,
+        #[arg(
+            long,
+            default_value = "target/wasm32-wasip1/release/floor_sdk_parse.wasm",
+            value_name = "PATH"
+        )]
+        floor_sdk_parse: PathBuf,
+        /// Measured time per module and case, in milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        min_time_ms: u64,
+        /// Interleaved rounds the measured time is split into.
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+        /// Only cases whose name contains this.
+        #[arg(long)]
+        filter: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Run {
+            wasm,
+            module,
+            request_path,
+            settings_json,
+            settings_path,
+            summary,
+        } => {
+            let path = wasm
+                .or(module)
+                .ok_or_else(|| Error::Input("give the module with --wasm PATH".into()))?;
+            let settings = read_settings(settings_json, settings_path)?;
+            let request = load_request(&request_path)?;
+            let policy = Policy::load(&path)?;
+            policy.protocol_version()?;
+            policy.check_settings(&settings)?;
+            let evaluation = policy.validate(&request, &settings)?;
+            for log in &evaluation.logs {
+                eprintln!("guest {}: {}", log.level, log.message);
+            }
+            let response = evaluation.admission_response()?;
+            let json = serde_json::to_string(&response).map_err(|e| Error::Input(e.to_string()))?;
+            println!("{json}");
+            if summary {
+                println!();
+                print!("{}", summary::summary(&evaluation));
+            }
+            Ok(())
+        }
+        Command::Demo { wasm } => {
+            let policy = Policy::load(&wasm)?;
+            println!(
+                "policy-runner demo: {} (waPC protocol {})",
+                wasm.display(),
+                policy.protocol_version()?
+            );
+            demo::run(&policy, &mut std::io::stdout().lock())
+        }
+        Command::Bench {
+            wasm,
+            floor_accept,
+            floor_sdk_parse,
+            min_time_ms,
+            rounds,
+            filter,
+        } => {
+            let options = bench::Options {
+                policy: wasm,
+                floor_accept,
+                floor_sdk_parse,
+                min_time: Duration::from_millis(min_time_ms),
+                rounds,
+                filter,
+            };
+            bench::run(&options, &mut std::io::stdout().lock())
+        }
+    }
+}
+
+/// Settings as kwctl reads them: JSON string, or a JSON/YAML file; none = `{}`.
+fn read_settings(json: Option<String>, path: Option<PathBuf>) -> Result<Value> {
+    if let Some(text) = json {
+        return serde_json::from_str(&text)
+            .map_err(|e| Error::Input(format!("--settings-json: {e}")));
+    }
+    let Some(path) = path else {
+        return Ok(Value::Object(Default::default()));
+    };
+    let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
+        path: path.clone(),
+        source,
+    })?;
+    serde_yaml::from_str(&text).map_err(|e| Error::Input(format!("{}: {e}", path.display())))
+}

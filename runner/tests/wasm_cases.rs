@@ -1,0 +1,231 @@
+//! Every case in `test_data/` through the built `policy.wasm`, via the same
+//! engine Kubewarden uses. A missing or stale module fails, never skips.
+//!
+//! `UPDATE_GOLDEN=1 cargo test -p policy-runner --test wasm_cases` rewrites
+//! each `expected.json` from what the module actually does; review the diff.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use policy_runner::{load_request, workspace_root, Evaluation, Policy};
+use serde_json::{json, Value};
+
+fn mtime(path: &Path) -> SystemTime {
+    fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|e| panic!("cannot stat {}: {e}", path.display()))
+}
+
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let entries =
+        fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            files_under(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// `policy.wasm`, checked to be newer than every source it is built from.
+fn built_module() -> Policy {
+    let root = workspace_root();
+    let wasm = root.join("policy.wasm");
+    assert!(
+        wasm.is_file(),
+        "{} is missing: run `make policy.wasm` (or `make wasm-tests`) first",
+        wasm.display()
+    );
+    let built = mtime(&wasm);
+    let mut sources = vec![root.join("Cargo.toml")];
+    files_under(&root.join("src"), &mut sources);
+    for source in &sources {
+        assert!(
+            mtime(source) <= built,
+            "{} is older than {}: run `make policy.wasm` (or `make wasm-tests`)",
+            wasm.display(),
+            source.display()
+        );
+    }
+    Policy::load(&wasm).unwrap_or_else(|e| panic!("{}: {e}", wasm.display()))
+}
+
+fn read_json(path: &Path) -> Value {
+    let text =
+        fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .collect();
+    entries.sort();
+    entries
+}
+
+fn updating() -> bool {
+    std::env::var("UPDATE_GOLDEN").is_ok_and(|v| v == "1")
+}
+
+/// The comparable result: what expected.json holds.
+fn observed(evaluation: &Evaluation) -> Value {
+    let mutated = match &evaluation.patch {
+        Some(_) => evaluation
+            .patched_object()
+            .expect("the patch applies to the request object"),
+        None => Value::Null,
+    };
+    json!({
+        "accepted": evaluation.allowed(),
+        "mutatedObject": mutated,
+        "warnings": evaluation.warnings(),
+    })
+}
+
+/// Readable differences between two results (JSON pointers of what differs).
+fn differences(expected: &Value, actual: &Value) -> String {
+    json_patch::diff(expected, actual)
+        .0
+        .iter()
+        .map(|op| format!("    {}", serde_json::to_string(op).unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn every_case_matches_its_golden_file_and_is_idempotent() {
+    let policy = built_module();
+    let cases_dir = workspace_root().join("test_data/cases");
+    let cases: Vec<PathBuf> = sorted_entries(&cases_dir)
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .collect();
+    assert!(!cases.is_empty(), "no cases in {}", cases_dir.display());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let request =
+            load_request(&case.join("request.json")).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let settings = read_json(&case.join("settings.json"));
+        if let Err(e) = policy.check_settings(&settings) {
+            failures.push(format!("{name}: {e}"));
+            continue;
+        }
+        let evaluation = match policy.validate(&request, &settings) {
+            Ok(evaluation) => evaluation,
+            Err(e) => {
+                failures.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        let actual = observed(&evaluation);
+        let expected_path = case.join("expected.json");
+        if updating() {
+            let text = serde_json::to_string_pretty(&actual).expect("serializable") + "\n";
+            fs::write(&expected_path, text)
+                .unwrap_or_else(|e| panic!("{}: {e}", expected_path.display()));
+        } else {
+            let mut expected = read_json(&expected_path);
+            // An absent warnings list means none.
+            if expected.get("warnings").is_none() {
+                expected["warnings"] = json!([]);
+            }
+            for key in ["accepted", "mutatedObject", "warnings"] {
+                if expected.get(key) != actual.get(key) {
+                    failures.push(format!(
+                        "{name}: `{key}` differs from expected.json (patch from expected to actual):\n{}",
+                        differences(&expected[key], &actual[key])
+                    ));
+                }
+            }
+        }
+        // Applying the policy to its own output must change nothing more.
+        if evaluation.patch.is_some() {
+            let mut again = request.clone();
+            again["object"] = actual["mutatedObject"].clone();
+            match policy.validate(&again, &settings) {
+                Ok(second) if second.patch.is_some() => failures.push(format!(
+                    "{name}: not idempotent, a second pass patches again:\n{}",
+                    differences(
+                        &second.object,
+                        &second.patched_object().unwrap_or(Value::Null)
+                    )
+                )),
+                Ok(_) => {}
+                Err(e) => failures.push(format!("{name}: second pass: {e}")),
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn every_settings_case_gets_the_expected_verdict_and_message() {
+    let policy = built_module();
+    let dir = workspace_root().join("test_data/settings");
+    let files: Vec<PathBuf> = sorted_entries(&dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert!(!files.is_empty(), "no settings cases in {}", dir.display());
+    let mut failures = Vec::new();
+    for file in &files {
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let case = read_json(file);
+        let valid = case["valid"]
+            .as_bool()
+            .unwrap_or_else(|| panic!("{name}: `valid` must be a boolean"));
+        let answer = match policy.validate_settings(&case["settings"]) {
+            Ok(answer) => answer,
+            Err(e) => {
+                failures.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        if answer.valid != valid {
+            failures.push(format!(
+                "{name}: expected valid={valid}, the module says valid={} ({:?})",
+                answer.valid, answer.message
+            ));
+            continue;
+        }
+        let want = case.get("message").and_then(Value::as_str);
+        let got = answer.message.as_deref().filter(|m| !m.is_empty());
+        let ok = match (want, got) {
+            (Some(want), Some(got)) => got.contains(want),
+            (Some(_), None) => false,
+            // Valid settings carry no message; for invalid ones without an
+            // expected substring, any message will do.
+            (None, got) => !valid || got.is_none(),
+        };
+        if !ok {
+            failures.push(format!(
+                "{name}: expected message containing {want:?}, got {got:?}"
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} settings cases failed:\n\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n\n")
+    );
+}
