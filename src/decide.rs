@@ -1,6 +1,8 @@
 //! The decision table of issue 2, as a pure function over plain data.
 //! One arm per row; the rstest table below has the same rows.
 
+use crate::request::ANNOTATION_MODE;
+use crate::response::MAX_WARNING_CHARS;
 use crate::settings::{Mode, Settings};
 use crate::workload::Kind;
 
@@ -73,11 +75,16 @@ fn workload_mode(facts: &Facts, settings: &Settings, warnings: &mut Vec<String>)
         None => Some(settings.mode),
         Some(DISABLED) => None,
         Some(value) => Mode::parse(value).or_else(|| {
-            warnings.push(format!(
-                "istio-job-sidecar/mode {value:?} is not one of {}, {DISABLED}; used {}",
-                Mode::valid_values(),
-                settings.mode.as_str()
-            ));
+            let used = settings.mode.as_str();
+            let valid = Mode::ALL.map(Mode::as_str).join("|");
+            let with_value =
+                format!("{ANNOTATION_MODE} {value:?} unknown; valid: {valid}|{DISABLED}");
+            // Warnings are kept to 120 characters: a long value is not repeated.
+            warnings.push(if with_value.chars().count() <= MAX_WARNING_CHARS {
+                with_value
+            } else {
+                format!("{ANNOTATION_MODE} unknown, used {used}; valid: {valid}|{DISABLED}")
+            });
             Some(settings.mode)
         }),
     }
@@ -135,7 +142,13 @@ mod tests {
         assert_eq!(plan, NATIVE);
         assert_eq!(
             warnings,
-            vec!["istio-job-sidecar/mode \"off\" is not one of nativeSidecar, exitOnJobCompletion, quitEndpoint, disabled; used nativeSidecar"]
+            vec!["istio-job-sidecar/mode \"off\" unknown; valid: nativeSidecar|exitOnJobCompletion|quitEndpoint|disabled"]
+        );
+        let long = with(|f| f.mode_annotation = Some("exit-on-job-completion-please"));
+        let (_, warnings) = decide(&long, &Settings::default());
+        assert_eq!(
+            warnings,
+            vec!["istio-job-sidecar/mode unknown, used nativeSidecar; valid: nativeSidecar|exitOnJobCompletion|quitEndpoint|disabled"]
         );
     }
 

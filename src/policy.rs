@@ -5,7 +5,7 @@
 use crate::decide::{decide, Facts, Plan};
 use crate::json::Node;
 use crate::modes::{self, Target};
-use crate::request::Payload;
+use crate::request::{Obj, Payload};
 use crate::response;
 use crate::settings::Settings;
 use crate::workload::{Kind, Workload};
@@ -26,11 +26,19 @@ pub enum Answer<'a> {
 }
 
 pub fn answer(payload: &[u8]) -> Answer<'_> {
-    let payload: Payload = match serde_json::from_slice(payload) {
-        Ok(p) => p,
-        Err(e) => return Answer::Accept(vec![format!("request not understood: {e}")]),
+    // One reader type (str) for every parse keeps one copy of serde_json's
+    // parser in the module; UTF-8 is checked once, here.
+    let Ok(text) = std::str::from_utf8(payload) else {
+        return Answer::Accept(vec!["request not understood: it is not UTF-8".into()]);
     };
-    let request = payload.request;
+    let payload = match serde_json::from_str::<Obj<Payload>>(text) {
+        Ok(p) => p.into_inner(),
+        Err(e) => {
+            let why = crate::workload::without_position(&e);
+            return Answer::Accept(vec![format!("request not understood: {why}")]);
+        }
+    };
+    let request = payload.request.into_inner();
     let Some(kind) = request
         .kind
         .as_ref()
@@ -97,6 +105,6 @@ fn read_settings(raw: Option<&serde_json::value::RawValue>) -> Result<Settings, 
     match raw.map(|r| r.get().trim()) {
         // The common case costs nothing.
         None | Some("null") | Some("{}") => Ok(Settings::default()),
-        Some(text) => Settings::from_json(text.as_bytes()),
+        Some(text) => Settings::from_json_str(text),
     }
 }

@@ -2,15 +2,54 @@
 //! the payload. Everything else is skipped by the parser without being built,
 //! so the common answer (a Pod that runs forever, a Job update) costs a scan.
 
+use serde::de::{value::MapAccessDeserializer, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::Deref;
+
+/// A struct view that accepts only a JSON object. Serde's derived structs
+/// also accept an array of field values, which would read
+/// `"annotations": ["a", "b"]` as if it named the fields in order.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Obj<T>(pub T);
+
+impl<T> Obj<T> {
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> Deref for Obj<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Obj<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<T>, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map)).map(Obj)
+            }
+        }
+        deserializer.deserialize_map(V(PhantomData))
+    }
+}
 
 /// What Kubewarden's policy-server sends to `validate`.
 #[derive(Deserialize, Debug)]
 pub struct Payload<'a> {
     #[serde(borrow)]
-    pub request: Request<'a>,
+    pub request: Obj<Request<'a>>,
     #[serde(default, borrow)]
     pub settings: Option<&'a RawValue>,
 }
@@ -19,7 +58,7 @@ pub struct Payload<'a> {
 #[derive(Deserialize, Debug)]
 pub struct Request<'a> {
     #[serde(default, borrow)]
-    pub kind: Option<GroupVersionKind<'a>>,
+    pub kind: Option<Obj<GroupVersionKind<'a>>>,
     #[serde(default, borrow)]
     pub operation: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -38,9 +77,9 @@ pub struct GroupVersionKind<'a> {
 #[derive(Deserialize, Debug, Default, Clone, PartialEq, Eq)]
 pub struct Meta<'a> {
     #[serde(default, borrow)]
-    pub annotations: Option<Annotations<'a>>,
+    pub annotations: Option<Obj<Annotations<'a>>>,
     #[serde(default, borrow)]
-    pub labels: Option<Labels<'a>>,
+    pub labels: Option<Obj<Labels<'a>>>,
 }
 
 pub const ANNOTATION_MODE: &str = "istio-job-sidecar/mode";
@@ -79,9 +118,9 @@ pub struct PodSpec<'a> {
     #[serde(default, borrow)]
     pub restart_policy: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    pub containers: Option<Vec<Container<'a>>>,
+    pub containers: Option<Vec<Obj<Container<'a>>>>,
     #[serde(default, borrow)]
-    pub init_containers: Option<Vec<Container<'a>>>,
+    pub init_containers: Option<Vec<Obj<Container<'a>>>>,
 }
 
 #[derive(Deserialize, Debug, Default, Clone, PartialEq)]
@@ -101,23 +140,23 @@ pub struct Container<'a> {
 #[derive(Deserialize, Debug, Default, Clone, PartialEq)]
 pub struct PodTemplate<'a> {
     #[serde(default, borrow)]
-    pub metadata: Option<Meta<'a>>,
+    pub metadata: Option<Obj<Meta<'a>>>,
     #[serde(default, borrow)]
-    pub spec: Option<PodSpec<'a>>,
+    pub spec: Option<Obj<PodSpec<'a>>>,
 }
 
 #[derive(Deserialize, Debug, Default)]
 pub struct JobSpec<'a> {
     #[serde(default, borrow)]
-    pub template: Option<PodTemplate<'a>>,
+    pub template: Option<Obj<PodTemplate<'a>>>,
 }
 
 #[derive(Deserialize, Debug, Default)]
 pub struct Job<'a> {
     #[serde(default, borrow)]
-    pub metadata: Option<Meta<'a>>,
+    pub metadata: Option<Obj<Meta<'a>>>,
     #[serde(default, borrow)]
-    pub spec: Option<JobSpec<'a>>,
+    pub spec: Option<Obj<JobSpec<'a>>>,
 }
 
 /// `spec.jobTemplate` of a CronJob: metadata (where `istioctl kube-inject`
@@ -125,31 +164,31 @@ pub struct Job<'a> {
 #[derive(Deserialize, Debug, Default)]
 pub struct JobTemplate<'a> {
     #[serde(default, borrow)]
-    pub metadata: Option<Meta<'a>>,
+    pub metadata: Option<Obj<Meta<'a>>>,
     #[serde(default, borrow)]
-    pub spec: Option<JobSpec<'a>>,
+    pub spec: Option<Obj<JobSpec<'a>>>,
 }
 
 #[derive(Deserialize, Debug, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct CronJobSpec<'a> {
     #[serde(default, borrow)]
-    pub job_template: Option<JobTemplate<'a>>,
+    pub job_template: Option<Obj<JobTemplate<'a>>>,
 }
 
 #[derive(Deserialize, Debug, Default)]
 pub struct CronJob<'a> {
     #[serde(default, borrow)]
-    pub metadata: Option<Meta<'a>>,
+    pub metadata: Option<Obj<Meta<'a>>>,
     #[serde(default, borrow)]
-    pub spec: Option<CronJobSpec<'a>>,
+    pub spec: Option<Obj<CronJobSpec<'a>>>,
 }
 
 /// A Pod: its own metadata and spec are the "template".
 #[derive(Deserialize, Debug, Default)]
 pub struct Pod<'a> {
     #[serde(default, borrow)]
-    pub metadata: Option<Meta<'a>>,
+    pub metadata: Option<Obj<Meta<'a>>>,
     #[serde(default, borrow)]
-    pub spec: Option<PodSpec<'a>>,
+    pub spec: Option<Obj<PodSpec<'a>>>,
 }

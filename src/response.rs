@@ -49,11 +49,14 @@ fn write(object: Option<&Node>, warnings: &[String]) -> Vec<u8> {
 
 const FALLBACK: &[u8] = br#"{"accepted":true,"message":null,"code":null,"mutated_object":null,"audit_annotations":null,"warnings":null}"#;
 
-/// `text` with the policy's prefix, cut to `MAX_WARNING_CHARS` characters.
+/// `text` with the policy's prefix (unless it already names the policy), cut
+/// to `MAX_WARNING_CHARS` characters.
 pub fn warning(text: &str) -> String {
     let mut out = String::with_capacity(MAX_WARNING_CHARS + 4);
-    out.push_str(PREFIX);
-    let room = MAX_WARNING_CHARS - PREFIX.len();
+    if !text.starts_with("istio-job-sidecar") {
+        out.push_str(PREFIX);
+    }
+    let room = MAX_WARNING_CHARS - out.len();
     if text.chars().count() <= room {
         out.push_str(text);
     } else {

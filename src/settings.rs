@@ -71,8 +71,16 @@ impl Default for Settings {
 impl Settings {
     /// Settings from the raw JSON `validate_settings` receives.
     pub fn from_json(bytes: &[u8]) -> Result<Settings, String> {
-        let value: Value = serde_json::from_slice(bytes)
-            .map_err(|e| format!("settings are not valid JSON: {e}"))?;
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| format!("settings are not valid JSON: not UTF-8: {e}"))?;
+        Settings::from_json_str(text)
+    }
+
+    /// Settings from JSON text (parsed from `str`, as every JSON in the
+    /// module is, so the module carries one copy of the parser).
+    pub fn from_json_str(text: &str) -> Result<Settings, String> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| format!("settings are not valid JSON: {e}"))?;
         Settings::from_value(&value)
     }
 
@@ -166,29 +174,71 @@ fn validate_container_name(s: &str) -> Result<(), String> {
 
 /// An http URL on a loopback host: the quit request must reach the pod's own
 /// pilot-agent, never leave the pod. Returns the URL as it will be called.
+///
+/// Checked by hand rather than with the `url` crate: its IDNA tables would
+/// add about 200 KB to a module whose whole budget is 400 KiB, for URLs that
+/// may only name 127.0.0.0/8, localhost or [::1].
 fn validate_quit_url(s: &str) -> Result<String, String> {
-    let url = url::Url::parse(s).map_err(|e| format!("{s:?} is not a URL: {e}"))?;
-    if url.scheme() != "http" {
-        return Err(format!(
-            "{s:?} must use http (pilot-agent's status port speaks plain http)"
-        ));
+    let rest = s
+        .get(..7)
+        .filter(|scheme| scheme.eq_ignore_ascii_case("http://"))
+        .map(|_| &s[7..])
+        .ok_or_else(|| {
+            format!("{s:?} must be an http:// URL (pilot-agent's status port speaks plain http)")
+        })?;
+    if let Some(bad) = rest.chars().find(|c| !url_char(*c)) {
+        return Err(format!("{s:?} has a character a URL cannot carry: {bad:?}"));
     }
-    let loopback = match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    if authority.contains('@') {
+        return Err(format!("{s:?} must not carry credentials"));
+    }
+    let (host, port) =
+        split_host_port(authority).ok_or_else(|| format!("{s:?} has no valid host and port"))?;
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
+        || host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .and_then(|h| h.parse::<std::net::Ipv6Addr>().ok())
+            .is_some_and(|ip| ip.is_loopback());
     if !loopback {
         return Err(format!(
             "{s:?} must name a loopback host (127.0.0.1, localhost or [::1]): \
              the pod's own pilot-agent"
         ));
     }
-    if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
-        return Err(format!("{s:?} must not carry credentials or a fragment"));
+    if port.is_some_and(|p| p.parse::<u16>().map_or(true, |p| p == 0)) {
+        return Err(format!("{s:?} has an invalid port"));
     }
-    Ok(url.as_str().to_owned())
+    Ok(s.to_owned())
+}
+
+/// Characters allowed in a quit URL: RFC 3986 unreserved and the few
+/// delimiters a path and query need (no fragment, quotes or spaces).
+fn url_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-._~:/?&=%+,;[]@".contains(c)
+}
+
+/// `host` and optional `port` of an authority; `[v6]:port` aware.
+fn split_host_port(authority: &str) -> Option<(&str, Option<&str>)> {
+    let (host, port) = if authority.starts_with('[') {
+        let close = authority.find(']')?;
+        let (host, rest) = authority.split_at(close + 1);
+        match rest {
+            "" => (host, None),
+            _ => (host, Some(rest.strip_prefix(':')?)),
+        }
+    } else {
+        match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    (!host.is_empty()).then_some((host, port))
 }
 
 #[cfg(test)]
@@ -207,6 +257,8 @@ mod tests {
         Settings { mode: Mode::NativeSidecar, sidecar_container_name: "envoy".into(), workload_override: false, quit_url: "http://localhost:15020/quitquitquit".into() }
     )]
     #[case::ipv6_loopback(json!({"quitUrl": "http://[::1]:15020/quitquitquit"}), Settings { quit_url: "http://[::1]:15020/quitquitquit".into(), ..Settings::default() })]
+    #[case::loopback_range(json!({"quitUrl": "http://127.0.0.6:15020/quitquitquit?x=1"}), Settings { quit_url: "http://127.0.0.6:15020/quitquitquit?x=1".into(), ..Settings::default() })]
+    #[case::no_port(json!({"quitUrl": "http://localhost/quitquitquit"}), Settings { quit_url: "http://localhost/quitquitquit".into(), ..Settings::default() })]
     fn valid_settings(#[case] input: Value, #[case] expected: Settings) {
         assert_eq!(Settings::from_value(&input), Ok(expected));
     }
@@ -222,8 +274,16 @@ mod tests {
     #[case::name_too_long(json!({"sidecarContainerName": "a".repeat(64)}), "is not a valid container name")]
     #[case::override_type(json!({"workloadOverride": "true"}), "workloadOverride: expected a boolean, got a string")]
     #[case::url_type(json!({"quitUrl": 15020}), "quitUrl: expected a string, got a number")]
-    #[case::url_not_url(json!({"quitUrl": "quitquitquit"}), "quitUrl: \"quitquitquit\" is not a URL")]
-    #[case::url_https(json!({"quitUrl": "https://127.0.0.1:15020/quitquitquit"}), "quitUrl: \"https://127.0.0.1:15020/quitquitquit\" must use http")]
+    #[case::url_not_url(json!({"quitUrl": "quitquitquit"}), "quitUrl: \"quitquitquit\" must be an http:// URL")]
+    #[case::url_https(json!({"quitUrl": "https://127.0.0.1:15020/quitquitquit"}), "must be an http:// URL")]
+    #[case::url_space(json!({"quitUrl": "http://127.0.0.1:15020/quit quit"}), "has a character a URL cannot carry: ' '")]
+    #[case::url_quote(json!({"quitUrl": "http://127.0.0.1:15020/'$(reboot)'"}), "has a character a URL cannot carry")]
+    #[case::url_fragment(json!({"quitUrl": "http://127.0.0.1:15020/quit#x"}), "has a character a URL cannot carry: '#'")]
+    #[case::url_port(json!({"quitUrl": "http://127.0.0.1:99999/quitquitquit"}), "has an invalid port")]
+    #[case::url_port_text(json!({"quitUrl": "http://127.0.0.1:x/quitquitquit"}), "has an invalid port")]
+    #[case::url_no_host(json!({"quitUrl": "http:///quitquitquit"}), "has no valid host and port")]
+    #[case::url_v6_remote(json!({"quitUrl": "http://[2001:db8::1]:15020/quitquitquit"}), "must name a loopback host")]
+    #[case::url_lookalike(json!({"quitUrl": "http://127.0.0.1.evil.example/quitquitquit"}), "must name a loopback host")]
     #[case::url_remote(json!({"quitUrl": "http://10.0.0.1:15020/quitquitquit"}), "must name a loopback host")]
     #[case::url_remote_name(json!({"quitUrl": "http://istiod:15020/quitquitquit"}), "must name a loopback host")]
     #[case::url_credentials(json!({"quitUrl": "http://a:b@127.0.0.1:15020/quitquitquit"}), "must not carry credentials")]

@@ -6,7 +6,7 @@
 //! so that metadata is read too.
 
 use crate::json::{Node, ShapeError};
-use crate::request::{self, Container, Meta, PodSpec};
+use crate::request::{self, Annotations, Container, Meta, Obj, PodSpec};
 use serde_json::value::RawValue;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,51 +69,61 @@ impl<'a> Workload<'a> {
     /// no pod template; an error names the field of the wrong type.
     pub fn read(kind: Kind, object: &'a RawValue) -> Result<Option<Workload<'a>>, String> {
         let text = object.get();
-        let err = |e: serde_json::Error| e.to_string();
+        let err = |e: serde_json::Error| without_position(&e);
+        let meta = |m: Option<Obj<Meta<'a>>>| m.map(Obj::into_inner).unwrap_or_default();
+        let spec = |s: Option<Obj<PodSpec<'a>>>| s.map(Obj::into_inner).unwrap_or_default();
         Ok(match kind {
             Kind::Pod => {
-                let pod: request::Pod = serde_json::from_str(text).map_err(err)?;
-                let meta = pod.metadata.unwrap_or_default();
+                let pod = serde_json::from_str::<Obj<request::Pod>>(text)
+                    .map_err(err)?
+                    .0;
+                let pod_meta = meta(pod.metadata);
                 Some(Workload {
-                    object_meta: meta.clone(),
+                    object_meta: pod_meta.clone(),
                     job_template_meta: Meta::default(),
-                    template_meta: meta,
-                    spec: pod.spec.unwrap_or_default(),
+                    template_meta: pod_meta,
+                    spec: spec(pod.spec),
                 })
             }
             Kind::Job => {
-                let job: request::Job = serde_json::from_str(text).map_err(err)?;
-                job.spec.and_then(|s| s.template).map(|t| Workload {
-                    object_meta: job.metadata.unwrap_or_default(),
+                let job = serde_json::from_str::<Obj<request::Job>>(text)
+                    .map_err(err)?
+                    .0;
+                let template = job.spec.and_then(|s| s.0.template);
+                template.map(|t| Workload {
+                    object_meta: meta(job.metadata),
                     job_template_meta: Meta::default(),
-                    template_meta: t.metadata.unwrap_or_default(),
-                    spec: t.spec.unwrap_or_default(),
+                    template_meta: meta(t.0.metadata),
+                    spec: spec(t.0.spec),
                 })
             }
             Kind::CronJob => {
-                let cron: request::CronJob = serde_json::from_str(text).map_err(err)?;
-                let job_template = cron.spec.and_then(|s| s.job_template);
+                let cron = serde_json::from_str::<Obj<request::CronJob>>(text)
+                    .map_err(err)?
+                    .0;
+                let job_template = cron.spec.and_then(|s| s.0.job_template);
                 job_template.and_then(|jt| {
-                    let template = jt.spec.and_then(|s| s.template)?;
+                    let jt = jt.0;
+                    let template = jt.spec.and_then(|s| s.0.template)?.0;
                     Some(Workload {
-                        object_meta: cron.metadata.unwrap_or_default(),
-                        job_template_meta: jt.metadata.unwrap_or_default(),
-                        template_meta: template.metadata.unwrap_or_default(),
-                        spec: template.spec.unwrap_or_default(),
+                        object_meta: meta(cron.metadata),
+                        job_template_meta: meta(jt.metadata),
+                        template_meta: meta(template.metadata),
+                        spec: spec(template.spec),
                     })
                 })
             }
         })
     }
 
-    pub fn template_annotations(&self) -> Option<&request::Annotations<'a>> {
-        self.template_meta.annotations.as_ref()
+    pub fn template_annotations(&self) -> Option<&Annotations<'a>> {
+        self.template_meta.annotations.as_deref()
     }
 
     /// The per-workload mode annotation: on the template, else on the object.
     pub fn mode_annotation(&self) -> Option<&str> {
         fn mode<'m>(m: &'m Meta) -> Option<&'m str> {
-            m.annotations.as_ref().and_then(|a| a.mode.as_deref())
+            m.annotations.as_deref().and_then(|a| a.mode.as_deref())
         }
         mode(&self.template_meta).or_else(|| mode(&self.object_meta))
     }
@@ -121,7 +131,7 @@ impl<'a> Workload<'a> {
     /// Where Istio recorded an injection, if it did.
     pub fn injection_status(&self) -> Option<(StatusAt, &str)> {
         fn status<'m>(m: &'m Meta) -> Option<&'m str> {
-            m.annotations.as_ref().and_then(|a| a.status.as_deref())
+            m.annotations.as_deref().and_then(|a| a.status.as_deref())
         }
         status(&self.template_meta)
             .map(|s| (StatusAt::Template, s))
@@ -146,11 +156,11 @@ impl<'a> Workload<'a> {
         }
     }
 
-    pub fn containers(&self) -> &[Container<'a>] {
+    pub fn containers(&self) -> &[Obj<Container<'a>>] {
         self.spec.containers.as_deref().unwrap_or_default()
     }
 
-    pub fn init_containers(&self) -> &[Container<'a>] {
+    pub fn init_containers(&self) -> &[Obj<Container<'a>>] {
         self.spec.init_containers.as_deref().unwrap_or_default()
     }
 }
@@ -169,4 +179,14 @@ pub fn template_mut<'n, 'a>(
 /// created when absent.
 pub fn annotations_mut<'n, 'a>(owner: &'n mut Node<'a>) -> Result<&'n mut Node<'a>, ShapeError> {
     owner.object_entry("metadata")?.object_entry("annotations")
+}
+
+/// A serde error without its "at line L column C": positions in the
+/// object's JSON mean nothing to the user reading the warning.
+pub fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(i) => text[..i].to_owned(),
+        None => text,
+    }
 }

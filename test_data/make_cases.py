@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Writes the inputs of the golden cases: test_data/cases/<case>/request.json
+and settings.json, from Istio's own manifests in test_data/fixtures/ and a few
+hand-made objects. The expected outputs (expected.json) are not written here:
+`make golden` writes them from the module, and a reviewer reads the diff.
+
+Run: python3 test_data/make_cases.py   (needs PyYAML)
+Existing request.json/settings.json files are overwritten; cases written by
+hand (no entry below) are left alone.
+"""
+import copy
+import json
+import os
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "fixtures")
+CASES = os.path.join(HERE, "cases")
+
+GVK = {
+    "Job": ("batch", "v1", "jobs"),
+    "CronJob": ("batch", "v1", "cronjobs"),
+    "Pod": ("", "v1", "pods"),
+    "Deployment": ("apps", "v1", "deployments"),
+}
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    return docs[0]
+
+
+def request(obj, operation="CREATE", old=None, namespace="default"):
+    kind = obj["kind"]
+    group, version, resource = GVK[kind]
+    gvk = {"group": group, "version": version, "kind": kind}
+    gvr = {"group": group, "version": version, "resource": resource}
+    options = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions"}.get(operation)
+    return {
+        "uid": "1299d386-525b-4032-98ae-1949f69f9cfc",
+        "kind": gvk,
+        "resource": gvr,
+        "requestKind": gvk,
+        "requestResource": gvr,
+        "name": obj.get("metadata", {}).get("name", ""),
+        "namespace": namespace,
+        "operation": operation,
+        "userInfo": {
+            "username": "kubernetes-admin",
+            "groups": ["system:masters", "system:authenticated"],
+        },
+        "object": obj,
+        "oldObject": old,
+        "dryRun": False,
+        "options": {"kind": options, "apiVersion": "meta.k8s.io/v1"} if options else None,
+    }
+
+
+def write(case, req, settings=None):
+    d = os.path.join(CASES, case)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "request.json"), "w") as f:
+        json.dump(req, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(d, "settings.json"), "w") as f:
+        json.dump(settings or {}, f, indent=2)
+        f.write("\n")
+
+
+def template(obj):
+    """The pod template (or the Pod) of obj."""
+    if obj["kind"] == "Job":
+        return obj["spec"]["template"]
+    if obj["kind"] == "CronJob":
+        return obj["spec"]["jobTemplate"]["spec"]["template"]
+    return obj
+
+
+def annotate(obj, key, value, on_template=True):
+    target = template(obj) if on_template else obj
+    target.setdefault("metadata", {}).setdefault("annotations", {})[key] = value
+    return obj
+
+
+def label(obj, key, value):
+    template(obj).setdefault("metadata", {}).setdefault("labels", {})[key] = value
+    return obj
+
+
+def job():
+    j = fixture("istio-job.yaml")
+    j["metadata"]["namespace"] = "default"
+    j["metadata"]["creationTimestamp"] = None
+    return j
+
+
+def cronjob():
+    c = fixture("istio-cronjob.yaml")
+    c["metadata"]["namespace"] = "batch"
+    return c
+
+
+def pod(restart_policy):
+    p = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "report-28712345-x7k2p",
+            "namespace": "default",
+            "labels": {"app": "report"},
+        },
+        "spec": {
+            "containers": [
+                {
+                    "name": "report",
+                    "image": "registry.example/report:1.4",
+                    "command": ["/bin/report", "--since", "24h"],
+                    "resources": {"requests": {"cpu": "100m"}},
+                }
+            ],
+            "serviceAccountName": "report",
+        },
+    }
+    if restart_policy:
+        p["spec"]["restartPolicy"] = restart_policy
+    return p
+
+
+EXIT = {"mode": "exitOnJobCompletion"}
+
+
+def main():
+    # Issue 2's table, row by row.
+    write("job-create-native", request(job()))
+    write("job-create-exit", request(job()), EXIT)
+    write("job-update-unchanged", request(job(), "UPDATE", old=job()))
+    write("job-update-exit-unchanged", request(job(), "UPDATE", old=job()), EXIT)
+    write("cronjob-create-native", request(cronjob()))
+    write("cronjob-update-native", request(cronjob(), "UPDATE", old=cronjob()))
+    write("cronjob-update-exit", request(cronjob(), "UPDATE", old=cronjob()), EXIT)
+    write("pod-never-native", request(pod("Never")))
+    write("pod-onfailure-exit", request(pod("OnFailure")), EXIT)
+    write("pod-always-unchanged", request(pod("Always")))
+    write("pod-restart-unset-unchanged", request(fixture("istio-native-sidecar-opt-in.yaml")))
+    write("pod-update-unchanged", request(pod("Never"), "UPDATE", old=pod("Never")))
+    write(
+        "injection-disabled-label-unchanged",
+        request(label(job(), "sidecar.istio.io/inject", "false")),
+    )
+    write(
+        "injection-disabled-annotation-unchanged",
+        request(annotate(cronjob(), "sidecar.istio.io/inject", "false")),
+        EXIT,
+    )
+    write(
+        "workload-disabled-unchanged",
+        request(annotate(job(), "istio-job-sidecar/mode", "disabled")),
+    )
+    write(
+        "workload-mode-on-job-metadata",
+        request(annotate(job(), "istio-job-sidecar/mode", "exitOnJobCompletion", on_template=False)),
+    )
+    write(
+        "workload-mode-on-template-wins",
+        request(
+            annotate(
+                annotate(cronjob(), "istio-job-sidecar/mode", "disabled", on_template=False),
+                "istio-job-sidecar/mode",
+                "nativeSidecar",
+            )
+        ),
+        EXIT,
+    )
+    write(
+        "workload-override-off",
+        request(annotate(job(), "istio-job-sidecar/mode", "disabled")),
+        {"workloadOverride": False},
+    )
+    write(
+        "workload-invalid-mode-warns",
+        request(annotate(job(), "istio-job-sidecar/mode", "sometimes")),
+    )
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": copy.deepcopy(template(job())),
+        },
+    }
+    write("deployment-unchanged", request(deployment))
+    write(
+        "native-annotation-present-unchanged",
+        request(annotate(job(), "sidecar.istio.io/nativeSidecar", "true")),
+    )
+    write(
+        "native-false-respected",
+        request(annotate(job(), "sidecar.istio.io/nativeSidecar", "false")),
+    )
+
+    # Already injected by `istioctl kube-inject` (Istio's own outputs).
+    write("kube-injected-classic-job-native", request(fixture("istio-job-kube-injected-classic.yaml")))
+    write("kube-injected-classic-job-exit", request(fixture("istio-job-kube-injected-classic.yaml")), EXIT)
+    write("kube-injected-native-job-unchanged", request(fixture("istio-job-kube-injected-native.yaml")))
+    write(
+        "kube-injected-classic-cronjob-native",
+        request(fixture("istio-cronjob-old-version.yaml.injected")),
+    )
+    write(
+        "kube-injected-native-cronjob-unchanged",
+        request(fixture("istio-cronjob.yaml.injected")),
+    )
+    cni = fixture("istio-job-kube-injected-classic.yaml")
+    spec = template(cni)["spec"]
+    spec["initContainers"][0]["name"] = "istio-validation"
+    spec["initContainers"].append({"name": "db-migrate", "image": "migrate:3", "command": ["migrate", "up"]})
+    status = json.loads(template(cni)["metadata"]["annotations"]["sidecar.istio.io/status"])
+    status["initContainers"] = ["istio-validation"]
+    template(cni)["metadata"]["annotations"]["sidecar.istio.io/status"] = json.dumps(
+        status, separators=(",", ":")
+    )
+    write("kube-injected-cni-with-init-native", request(cni))
+
+    # Injection customization: a partial istio-proxy, no status: not a proxy.
+    custom = job()
+    template(custom)["spec"]["containers"].append(
+        {"name": "istio-proxy", "image": "auto", "resources": {"limits": {"memory": "256Mi"}}}
+    )
+    write("customization-partial-proxy-not-moved", request(custom))
+
+    # proxy.istio.io/config forms.
+    write(
+        "cronjob-yaml-proxy-config-exit",
+        request(
+            annotate(
+                cronjob(),
+                "proxy.istio.io/config",
+                "holdApplicationUntilProxyStarts: true\ntracing:\n  sampling: 10\n  zipkin:\n    address: zipkin.istio-system:9411\n",
+            )
+        ),
+        EXIT,
+    )
+    write(
+        "job-json-proxy-config-exit",
+        request(
+            annotate(
+                job(),
+                "proxy.istio.io/config",
+                '{"holdApplicationUntilProxyStarts": true, "proxyMetadata": {"ISTIO_META_DNS_CAPTURE": "true"}}',
+            )
+        ),
+        EXIT,
+    )
+    write(
+        "proxy-config-key-present-unchanged",
+        request(annotate(job(), "proxy.istio.io/config", "exitOnJobCompletion: false\n")),
+        EXIT,
+    )
+    write(
+        "proxy-config-not-mapping-warns",
+        request(annotate(job(), "proxy.istio.io/config", "- holdApplicationUntilProxyStarts\n")),
+        EXIT,
+    )
+
+    # Odd shapes and fields this crate does not know.
+    odd = job()
+    template(odd)["spec"]["containers"] = "pi"
+    write("wrong-shape-containers-warns", request(odd))
+    odd = job()
+    template(odd)["metadata"]["annotations"] = ["not", "a", "map"]
+    write("wrong-shape-annotations-warns", request(odd), EXIT)
+    future = job()
+    future["spec"]["futureJobField"] = {"enabled": True}
+    future["spec"]["template"]["metadata"]["futureMetaField"] = 7
+    future["spec"]["template"]["spec"]["futurePodField"] = [1.50, 2e3, {"x": None}]
+    future["spec"]["template"]["spec"]["containers"][0]["futureContainerField"] = "keep me"
+    future["spec"]["template"]["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu-claim"}]
+    write("future-fields-kept", request(future))
+
+
+if __name__ == "__main__":
+    main()
