@@ -533,7 +533,10 @@ mod tests {
         let len = serde_json::to_vec(&huge_pod(1 << 20))
             .map(|v| v.len())
             .unwrap_or(0);
-        assert!(((1 << 20) - 2048..=(1 << 20) + 2048).contains(&len), "{len}");
+        assert!(
+            ((1 << 20) - 2048..=(1 << 20) + 2048).contains(&len),
+            "{len}"
+        );
     }
 
     #[test]
