@@ -1,0 +1,388 @@
+#!/usr/bin/env bats
+#
+# End-to-end tests, the Kubewarden way: kwctl runs the annotated module on the
+# admission requests of test_data/cases/<case>/ with that case's settings, and
+# on the settings of test_data/settings/. One test per behaviour of the policy
+# (see "What is mutated, and what never is" in README.md) and per settings
+# error.
+#
+#   make e2e-tests          # builds and annotates the module, then runs this file
+#   bats e2e.bats           # with annotated-policy.wasm already built
+#
+# POLICY=<path or registry:// reference> runs another build of the module.
+# Without kwctl on PATH every test reports itself skipped.
+# test_data/cases/*/expected.json holds the whole expected result of each case;
+# runner/tests/wasm_cases.rs compares it field by field (`make wasm-tests`).
+
+setup() {
+	if ! command -v kwctl >/dev/null 2>&1; then
+		skip "kwctl not found on PATH: skipping e2e tests (the wasm-level tests in runner/ cover the module)"
+	fi
+	POLICY="${POLICY:-annotated-policy.wasm}"
+}
+
+# kwctl run on test_data/cases/$1; the request must be accepted.
+run_case() {
+	local case_dir="test_data/cases/$1"
+	[ -f "$case_dir/request.json" ] || {
+		echo "missing $case_dir/request.json"
+		return 1
+	}
+	run kwctl run \
+		--request-path "$case_dir/request.json" \
+		--settings-path "$case_dir/settings.json" \
+		"$POLICY"
+	# this prints the output when one of the checks below fails
+	echo "output = ${output}"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"allowed":true'* ]]
+}
+
+# The response carries a JSONPatch; with an argument, the decoded patch
+# contains that text.
+assert_patched() {
+	[[ "$output" == *'"patchType":"JSONPatch"'* ]]
+	if [ -n "${1:-}" ]; then
+		local patch
+		patch=$(decoded_patch)
+		echo "patch = ${patch}"
+		[[ "$patch" == *"$1"* ]]
+	fi
+}
+
+assert_not_patched() {
+	[[ "$output" != *'"patchType":"JSONPatch"'* ]]
+	[[ "$output" != *'"patch":"'* ]]
+}
+
+# The decoded patch does not contain this text.
+refute_in_patch() {
+	local patch
+	patch=$(decoded_patch)
+	echo "patch = ${patch}"
+	[[ "$patch" != *"$1"* ]]
+}
+
+decoded_patch() {
+	local line
+	# the response is the line of JSON kwctl prints on stdout
+	line=$(printf '%s\n' "$output" | grep '"allowed"' | tail -n 1)
+	printf '%s' "$line" | sed -n 's/.*"patch":"\([^"]*\)".*/\1/p' | base64 -d
+}
+
+# At least one admission warning, containing the given text.
+assert_warning() {
+	[[ "$output" == *'"warnings":["'* ]]
+	[[ "$output" == *"$1"* ]]
+}
+
+assert_no_warnings() {
+	[[ "$output" != *'"warnings":["'* ]]
+}
+
+# kwctl run with the settings of test_data/settings/$1.json on a Job CREATE.
+run_settings() {
+	local file="test_data/settings/$1.json"
+	[ -f "$file" ] || {
+		echo "missing $file"
+		return 1
+	}
+	run kwctl run \
+		--request-path test_data/cases/job-create-native/request.json \
+		--settings-json "$(json_get "$file" settings)" \
+		"$POLICY"
+	echo "output = ${output}"
+}
+
+# The settings are refused with the message the settings case names.
+assert_settings_rejected() {
+	local message
+	message=$(json_get "test_data/settings/$1.json" message)
+	run_settings "$1"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"$message"* ]]
+}
+
+# Value of a top-level key of a JSON file: compact JSON, or the raw string.
+json_get() {
+	if command -v jq >/dev/null 2>&1; then
+		jq -cj --arg k "$2" '.[$k] | if type == "string" then . else tojson end' "$1"
+	else
+		python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(v if isinstance(v,str) else json.dumps(v,separators=(",",":")),end="")' "$1" "$2"
+	fi
+}
+
+# --- Which requests are mutated -------------------------------------------
+
+@test "Job CREATE: the pod template asks Istio for a native sidecar" {
+	run_case job-create-native
+	assert_patched 'nativeSidecar'
+	assert_no_warnings
+}
+
+@test "Job UPDATE: accepted unchanged, a Job's template is immutable" {
+	run_case job-update-unchanged
+	assert_not_patched
+	assert_no_warnings
+}
+
+@test "Job UPDATE: never mutated in exitOnJobCompletion mode either" {
+	run_case job-update-exit-unchanged
+	assert_not_patched
+}
+
+@test "CronJob CREATE: spec.jobTemplate.spec.template is mutated" {
+	run_case cronjob-create-native
+	assert_patched 'nativeSidecar'
+	assert_no_warnings
+}
+
+@test "CronJob UPDATE: mutated (nativeSidecar)" {
+	run_case cronjob-update-native
+	assert_patched 'nativeSidecar'
+}
+
+@test "CronJob UPDATE: mutated (exitOnJobCompletion)" {
+	run_case cronjob-update-exit
+	assert_patched 'exitOnJobCompletion'
+}
+
+@test "Pod CREATE with restartPolicy Never: mutated" {
+	run_case pod-never-native
+	assert_patched 'nativeSidecar'
+}
+
+@test "Pod CREATE with restartPolicy OnFailure: mutated (exitOnJobCompletion)" {
+	run_case pod-onfailure-exit
+	assert_patched 'exitOnJobCompletion'
+}
+
+@test "Pod with restartPolicy Always: accepted unchanged" {
+	run_case pod-always-unchanged
+	assert_not_patched
+	assert_no_warnings
+}
+
+@test "Pod with restartPolicy unset: accepted unchanged" {
+	run_case pod-restart-unset-unchanged
+	assert_not_patched
+	assert_no_warnings
+}
+
+@test "Pod UPDATE: accepted unchanged" {
+	run_case pod-update-unchanged
+	assert_not_patched
+}
+
+@test "injection off by label sidecar.istio.io/inject=false: accepted unchanged" {
+	run_case injection-disabled-label-unchanged
+	assert_not_patched
+}
+
+@test "injection off by annotation sidecar.istio.io/inject: accepted unchanged" {
+	run_case injection-disabled-annotation-unchanged
+	assert_not_patched
+}
+
+@test "per-workload mode disabled: accepted unchanged" {
+	run_case workload-disabled-unchanged
+	assert_not_patched
+	assert_no_warnings
+}
+
+@test "any other kind (Deployment): accepted unchanged" {
+	run_case deployment-unchanged
+	assert_not_patched
+	assert_no_warnings
+}
+
+@test "already in the wanted state: accepted with no patch" {
+	run_case native-annotation-present-unchanged
+	assert_not_patched
+	assert_no_warnings
+}
+
+@test "unexpected shape (annotations of the wrong type): unchanged, with a warning" {
+	run_case wrong-shape-annotations-warns
+	assert_not_patched
+	assert_warning 'unexpected shape'
+}
+
+@test "unexpected shape (containers of the wrong type): unchanged, with a warning" {
+	run_case wrong-shape-containers-warns
+	assert_not_patched
+	assert_warning 'unexpected shape'
+}
+
+@test "fields the policy does not know are kept: nothing removed" {
+	run_case future-fields-kept
+	assert_patched
+	refute_in_patch '"op":"remove"'
+}
+
+# --- mode nativeSidecar -----------------------------------------------------
+
+@test "nativeSidecar: kube-injected Job, istio-proxy moved into initContainers" {
+	run_case kube-injected-classic-job-native
+	assert_patched 'initContainers'
+	assert_patched 'restartPolicy'
+}
+
+@test "nativeSidecar: kube-injected CronJob (status on spec.jobTemplate.metadata), proxy moved" {
+	run_case kube-injected-classic-cronjob-native
+	assert_patched 'initContainers'
+}
+
+@test "nativeSidecar: kube-injected with istio-validation (CNI), proxy moved after it" {
+	run_case kube-injected-cni-with-init-native
+	assert_patched 'restartPolicy'
+}
+
+@test "nativeSidecar: Job already injected as a native sidecar, unchanged" {
+	run_case kube-injected-native-job-unchanged
+	assert_not_patched
+}
+
+@test "nativeSidecar: CronJob already injected as a native sidecar, unchanged" {
+	run_case kube-injected-native-cronjob-unchanged
+	assert_not_patched
+}
+
+@test "nativeSidecar: the user's sidecar.istio.io/nativeSidecar: \"false\" is respected" {
+	run_case native-false-respected
+	assert_not_patched
+}
+
+@test "nativeSidecar: a partial istio-proxy (injection customization) is never moved" {
+	run_case customization-partial-proxy-not-moved
+	assert_patched 'nativeSidecar'
+	refute_in_patch 'initContainers'
+}
+
+# --- mode exitOnJobCompletion -----------------------------------------------
+
+@test "exitOnJobCompletion: Job CREATE gets it in proxy.istio.io/config" {
+	run_case job-create-exit
+	assert_patched 'exitOnJobCompletion'
+	assert_no_warnings
+}
+
+@test "exitOnJobCompletion: merged into an existing YAML proxy config (CronJob)" {
+	run_case cronjob-yaml-proxy-config-exit
+	assert_patched 'exitOnJobCompletion'
+}
+
+@test "exitOnJobCompletion: merged into an existing JSON proxy config (Job)" {
+	run_case job-json-proxy-config-exit
+	assert_patched 'exitOnJobCompletion'
+}
+
+@test "exitOnJobCompletion: kube-injected Job gets the annotation too" {
+	run_case kube-injected-classic-job-exit
+	assert_patched 'exitOnJobCompletion'
+}
+
+@test "exitOnJobCompletion: key already present, the user's word stands" {
+	run_case proxy-config-key-present-unchanged
+	assert_not_patched
+}
+
+@test "exitOnJobCompletion: proxy config that is not a mapping, unchanged with a warning" {
+	run_case proxy-config-not-mapping-warns
+	assert_not_patched
+	assert_warning 'not a mapping'
+}
+
+# --- per-workload annotation istio-job-sidecar/mode -------------------------
+
+@test "workload annotation with an unknown value: cluster mode, and a warning" {
+	run_case workload-invalid-mode-warns
+	assert_patched 'nativeSidecar'
+	assert_warning 'is not one of'
+}
+
+@test "workload annotation on the Job's own metadata is honoured" {
+	run_case workload-mode-on-job-metadata
+	assert_patched
+}
+
+@test "workload annotation on the pod template wins over the Job's" {
+	run_case workload-mode-on-template-wins
+	assert_patched
+}
+
+@test "workloadOverride: false ignores the workload annotation" {
+	run_case workload-override-off
+	assert_patched
+}
+
+# --- settings ---------------------------------------------------------------
+
+@test "settings: {} means the defaults" {
+	run_settings valid-defaults
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"allowed":true'* ]]
+}
+
+@test "settings: every key set" {
+	run_settings valid-all-keys
+	[ "$status" -eq 0 ]
+}
+
+@test "settings: quitEndpoint with a localhost quitUrl" {
+	run_settings valid-quit-endpoint
+	[ "$status" -eq 0 ]
+}
+
+@test "settings error: unknown key" {
+	assert_settings_rejected invalid-unknown-key
+}
+
+@test "settings error: unknown mode, the valid values are listed" {
+	assert_settings_rejected invalid-unknown-mode
+}
+
+@test "settings error: mode of the wrong type" {
+	assert_settings_rejected invalid-mode-type
+}
+
+@test "settings error: empty sidecarContainerName" {
+	assert_settings_rejected invalid-empty-container-name
+}
+
+@test "settings error: sidecarContainerName that is not a container name" {
+	assert_settings_rejected invalid-container-name
+}
+
+@test "settings error: workloadOverride of the wrong type" {
+	assert_settings_rejected invalid-workload-override-type
+}
+
+@test "settings error: quitUrl over https" {
+	assert_settings_rejected invalid-quit-url-https
+}
+
+@test "settings error: quitUrl on a remote host" {
+	assert_settings_rejected invalid-quit-url-remote
+}
+
+@test "settings error: settings that are not an object" {
+	# kwctl itself refuses settings that are not a mapping, before the module
+	# sees them; either way the run fails.
+	run_settings invalid-not-an-object
+	[ "$status" -ne 0 ]
+}
+
+# --- this file keeps up with test_data -------------------------------------
+
+@test "every case of test_data/cases and test_data/settings has a test here" {
+	local missing=()
+	local dir name
+	for dir in test_data/cases/*/ test_data/settings/*.json; do
+		name=$(basename "$dir" .json)
+		grep -qE "(run_case|run_settings|assert_settings_rejected) ${name}\$" "$BATS_TEST_FILENAME" ||
+			missing+=("$name")
+	done
+	echo "cases without a test in e2e.bats: ${missing[*]}"
+	[ "${#missing[@]}" -eq 0 ]
+}
