@@ -493,7 +493,13 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
         )
         .map_err(io)?;
         for m in [&policy, &floor_b, &floor_a] {
-            let (before, after) = memory_after(&m.bytes, &payload)?;
+            let (before, after, answer) = memory_after(&m.bytes, &payload)?;
+            if answer != m.policy.call("validate", &payload)? {
+                return Err(Error::BadResponse {
+                    function: "validate".into(),
+                    message: format!("{} answers differently under the memory probe", m.label),
+                });
+            }
             writeln!(
                 out,
                 "  {:<20} {} at start -> {} after ({} wasm pages)",
@@ -513,15 +519,18 @@ fn mib(bytes: usize) -> String {
 }
 
 /// Linear memory size of a fresh instance before and after three
-/// `validate` calls with `payload` (see `memory.rs` for how it is observed).
-pub fn memory_after(module: &[u8], payload: &[u8]) -> Result<(usize, usize)> {
+/// `validate` calls with `payload` (see `memory.rs` for how it is observed),
+/// and the last answer, so the caller can check the observed instance
+/// behaved like the timed one.
+pub fn memory_after(module: &[u8], payload: &[u8]) -> Result<(usize, usize, Vec<u8>)> {
     let (engine, probe) = probing_engine().map_err(Error::Load)?;
     let policy = Policy::from_bytes(module, Some(engine))?;
     let before = probe.last_size().unwrap_or(0);
+    let mut answer = Vec::new();
     for _ in 0..3 {
-        policy.call("validate", payload)?;
+        answer = policy.call("validate", payload)?;
     }
-    Ok((before, probe.last_size().unwrap_or(0)))
+    Ok((before, probe.last_size().unwrap_or(0), answer))
 }
 
 #[cfg(test)]
