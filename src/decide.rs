@@ -46,23 +46,37 @@ pub enum Plan {
     Apply(Mode),
 }
 
+/// The rows decided by kind and operation alone: read before the object is.
+pub fn by_operation(kind: Kind, operation: &str) -> Option<Skip> {
+    match (kind, operation) {
+        (Kind::Job, op) if op != "CREATE" => Some(Skip::JobNotCreate),
+        (Kind::CronJob, op) if op != "CREATE" && op != "UPDATE" => Some(Skip::Operation),
+        (Kind::Pod, op) if op != "CREATE" => Some(Skip::Operation),
+        _ => None,
+    }
+}
+
+/// The rows decided by the request and a Pod's `restartPolicy`: answered
+/// before the workload is read.
+pub fn by_request(kind: Kind, operation: &str, restart_policy: Option<&str>) -> Option<Skip> {
+    by_operation(kind, operation).or_else(|| {
+        let runs_to_completion = matches!(restart_policy, Some("Never" | "OnFailure"));
+        (kind == Kind::Pod && !runs_to_completion).then_some(Skip::LongRunningPod)
+    })
+}
+
 /// The plan for a handled kind, and the warnings to return with it.
 pub fn decide(facts: &Facts, settings: &Settings) -> (Plan, Vec<String>) {
+    if let Some(skip) = by_request(facts.kind, facts.operation, facts.restart_policy) {
+        return (Plan::Skip(skip), Vec::new());
+    }
     let mut warnings = Vec::new();
-    let plan = match (facts.kind, facts.operation) {
-        (Kind::Job, op) if op != "CREATE" => Plan::Skip(Skip::JobNotCreate),
-        (Kind::CronJob, op) if op != "CREATE" && op != "UPDATE" => Plan::Skip(Skip::Operation),
-        (Kind::Pod, op) if op != "CREATE" => Plan::Skip(Skip::Operation),
-        (Kind::Pod, _) if !matches!(facts.restart_policy, Some("Never" | "OnFailure")) => {
-            Plan::Skip(Skip::LongRunningPod)
+    let plan = match workload_mode(facts, settings, &mut warnings) {
+        None => Plan::Skip(Skip::Disabled),
+        Some(_) if facts.injection_disabled && !facts.injected => {
+            Plan::Skip(Skip::InjectionDisabled)
         }
-        _ => match workload_mode(facts, settings, &mut warnings) {
-            None => Plan::Skip(Skip::Disabled),
-            Some(_) if facts.injection_disabled && !facts.injected => {
-                Plan::Skip(Skip::InjectionDisabled)
-            }
-            Some(mode) => Plan::Apply(mode),
-        },
+        Some(mode) => Plan::Apply(mode),
     };
     (plan, warnings)
 }

@@ -6,7 +6,7 @@
 //! not mean to change can change (unknown and future fields, key order, number
 //! formats), and a large object costs a scan, not a tree of allocations.
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -45,7 +45,8 @@ impl<'a> Node<'a> {
     /// True for JSON `null` (which Kubernetes reads as "absent").
     pub fn is_null(&self) -> bool {
         match self {
-            Node::Raw(raw) => raw.get().trim() == "null",
+            // Raw values come from serde_json without surrounding space.
+            Node::Raw(raw) => raw.get() == "null",
             Node::Value(v) => v.is_null(),
             _ => false,
         }
@@ -55,7 +56,7 @@ impl<'a> Node<'a> {
     pub fn members_mut(&mut self) -> Result<&mut Vec<(Cow<'a, str>, Node<'a>)>, ShapeError> {
         if let Node::Raw(raw) = self {
             let Members(members) = serde_json::from_str(raw.get())
-                .map_err(|e| ShapeError(format!("expected an object: {e}")))?;
+                .map_err(|_| ShapeError("expected an object".into()))?;
             *self = Node::Object(members);
         }
         if let Node::Value(Value::Object(map)) = self {
@@ -75,7 +76,7 @@ impl<'a> Node<'a> {
     pub fn items_mut(&mut self) -> Result<&mut Vec<Node<'a>>, ShapeError> {
         if let Node::Raw(raw) = self {
             let Items(items) = serde_json::from_str(raw.get())
-                .map_err(|e| ShapeError(format!("expected an array: {e}")))?;
+                .map_err(|_| ShapeError("expected an array".into()))?;
             *self = Node::Array(items);
         }
         if let Node::Value(Value::Array(values)) = self {
@@ -184,6 +185,113 @@ impl Serialize for Node<'_> {
                 seq.end()
             }
         }
+    }
+}
+
+/// Which parts of a document to expand while it is read, so the parts a
+/// decision or a mode needs come out of the one pass over the payload, and
+/// everything else stays raw.
+#[derive(Debug)]
+pub enum Shape {
+    /// Keep raw.
+    Raw,
+    /// An object: the named members expanded by their shape, others raw.
+    Object(&'static [(&'static str, Shape)]),
+    /// An array whose items all have this shape.
+    Items(&'static Shape),
+}
+
+/// Reads one value, expanded as `Shape` says. A value of another type than
+/// the shape expects is kept as a `Node::Value`: readers then report the
+/// shape error, and such an object is never written back.
+#[derive(Clone, Copy)]
+pub struct Expand(pub &'static Shape);
+
+impl<'de> DeserializeSeed<'de> for Expand {
+    type Value = Node<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node<'de>, D::Error> {
+        match self.0 {
+            Shape::Raw => <&'de RawValue>::deserialize(deserializer).map(Node::Raw),
+            shape => deserializer.deserialize_any(ExpandVisitor(shape)),
+        }
+    }
+}
+
+struct ExpandVisitor(&'static Shape);
+
+impl<'de> Visitor<'de> for ExpandVisitor {
+    type Value = Node<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Node<'de>, M::Error> {
+        let children: &[(&str, Shape)] = match self.0 {
+            Shape::Object(children) => children,
+            _ => &[],
+        };
+        let mut members = Vec::with_capacity(map.size_hint().unwrap_or(8));
+        while let Some(Key(k)) = map.next_key()? {
+            let value = match children.iter().find(|(name, _)| *name == k) {
+                Some((_, shape)) => map.next_value_seed(Expand(shape))?,
+                None => Node::Raw(map.next_value()?),
+            };
+            members.push((k, value));
+        }
+        Ok(Node::Object(members))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
+        let item = match self.0 {
+            Shape::Items(item) => item,
+            _ => &Shape::Raw,
+        };
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(8));
+        while let Some(node) = seq.next_element_seed(Expand(item))? {
+            items.push(node);
+        }
+        Ok(Node::Array(items))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Node<'de>, E> {
+        Ok(Node::Value(Value::Null))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node<'de>, E> {
+        Ok(Node::Value(Value::Bool(v)))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node<'de>, E> {
+        Ok(Node::Value(v.into()))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node<'de>, E> {
+        Ok(Node::Value(v.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node<'de>, E> {
+        Ok(Node::Value(v.into()))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node<'de>, E> {
+        Ok(Node::Value(Value::String(v.to_owned())))
+    }
+}
+
+/// A JSON string as `Cow`, borrowed from the input when it has no escapes;
+/// `Ok(None)` for null.
+pub fn string<'a>(node: &Node<'a>) -> Result<Option<Cow<'a, str>>, ShapeError> {
+    let expected = || ShapeError("expected a string".into());
+    match node {
+        Node::Raw(raw) if raw.get() == "null" => Ok(None),
+        Node::Raw(raw) => serde_json::from_str::<Key<'a>>(raw.get())
+            .map(|Key(k)| Some(k))
+            .map_err(|_| expected()),
+        Node::Value(Value::Null) => Ok(None),
+        Node::Value(Value::String(s)) => Ok(Some(Cow::Owned(s.clone()))),
+        _ => Err(expected()),
     }
 }
 

@@ -2,13 +2,13 @@
 //! mode -> response. Every failure on the way is an accept, unchanged, with a
 //! warning that says why: a mutating helper must never deny a pod.
 
-use crate::decide::{decide, Facts, Plan};
+use crate::decide::{self, decide, Facts, Plan};
 use crate::json::Node;
 use crate::modes::{self, Target};
-use crate::request::{Obj, Payload};
+use crate::request::Request;
 use crate::response;
 use crate::settings::Settings;
-use crate::workload::{Kind, Workload};
+use crate::workload::{self, Kind, Workload};
 
 /// The `validate` answer for a raw payload (JSON `ValidationResponse` bytes).
 pub fn evaluate(payload: &[u8]) -> Vec<u8> {
@@ -31,31 +31,14 @@ pub fn answer(payload: &[u8]) -> Answer<'_> {
     let Ok(text) = std::str::from_utf8(payload) else {
         return Answer::Accept(vec!["request not understood: it is not UTF-8".into()]);
     };
-    let payload = match serde_json::from_str::<Obj<Payload>>(text) {
-        Ok(p) => p.into_inner(),
+    let request = match Request::parse(text) {
+        Ok(r) => r,
         Err(e) => {
             let why = crate::workload::without_position(&e);
             return Answer::Accept(vec![format!("request not understood: {why}")]);
         }
     };
-    let request = payload.request.into_inner();
-    let Some(kind) = request
-        .kind
-        .as_ref()
-        .and_then(|gvk| Kind::from_group_kind(&gvk.group, &gvk.kind))
-    else {
-        return Answer::Accept(Vec::new());
-    };
-    let operation = request.operation.as_deref().unwrap_or_default();
-    // Decided from the request alone, before the object is read at all.
-    if kind == Kind::Job && operation != "CREATE" {
-        return Answer::Accept(Vec::new());
-    }
-    let settings = match read_settings(payload.settings) {
-        Ok(s) => s,
-        Err(why) => return Answer::Accept(vec![format!("invalid settings, nothing done: {why}")]),
-    };
-    let Some(object) = request.object else {
+    let (Some(kind), Some(mut object)) = (request.kind, request.object) else {
         return Answer::Accept(Vec::new());
     };
     let unexpected = |why: &str| {
@@ -64,7 +47,23 @@ pub fn answer(payload: &[u8]) -> Answer<'_> {
             kind.as_str()
         )])
     };
-    let workload = match Workload::read(kind, object) {
+    let operation = request.operation.as_deref().unwrap_or_default();
+    // Most Pods of a cluster run forever: answered before the rest is read.
+    let restart_policy = match kind {
+        Kind::Pod => match workload::restart_policy(&mut object) {
+            Ok(policy) => policy,
+            Err(why) => return unexpected(&why),
+        },
+        _ => None,
+    };
+    if decide::by_request(kind, operation, restart_policy.as_deref()).is_some() {
+        return Answer::Accept(Vec::new());
+    }
+    let settings = match read_settings(request.settings) {
+        Ok(s) => s,
+        Err(why) => return Answer::Accept(vec![format!("invalid settings, nothing done: {why}")]),
+    };
+    let workload = match Workload::read(kind, &mut object) {
         Ok(Some(w)) => w,
         Ok(None) => return unexpected("no pod template"),
         Err(why) => return unexpected(&why),
@@ -81,18 +80,17 @@ pub fn answer(payload: &[u8]) -> Answer<'_> {
     let Plan::Apply(mode) = plan else {
         return Answer::Accept(warnings);
     };
-    let mut node = Node::raw(object);
     let mut target = Target {
         kind,
         workload: &workload,
-        object: &mut node,
+        object: &mut object,
         settings: &settings,
     };
     match modes::apply(mode, &mut target) {
         Ok(outcome) => {
             warnings.extend(outcome.warnings);
             if outcome.changed {
-                Answer::Mutate(node, warnings)
+                Answer::Mutate(object, warnings)
             } else {
                 Answer::Accept(warnings)
             }

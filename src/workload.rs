@@ -5,9 +5,9 @@
 //! status on `spec.jobTemplate.metadata`, not on the pod template (facts.md),
 //! so that metadata is read too.
 
-use crate::json::{Node, ShapeError};
-use crate::request::{self, Annotations, Container, Meta, Obj, PodSpec};
-use serde_json::value::RawValue;
+use crate::json::{self, Node, Shape, ShapeError};
+use crate::request::{Annotations, Container, Labels, Meta, PodSpec, INJECT};
+use std::borrow::Cow;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -46,7 +46,7 @@ impl Kind {
 }
 
 /// What decisions and modes read of a handled object.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Workload<'a> {
     /// The object's own metadata (Job, CronJob; for a Pod, the Pod's).
     pub object_meta: Meta<'a>,
@@ -64,66 +64,115 @@ pub enum StatusAt {
     JobTemplate,
 }
 
+const META: Shape = Shape::Object(&[
+    ("annotations", Shape::Object(&[])),
+    ("labels", Shape::Object(&[])),
+]);
+const CONTAINERS: Shape = Shape::Items(&Shape::Object(&[]));
+const POD_SPEC: Shape =
+    Shape::Object(&[("containers", CONTAINERS), ("initContainers", CONTAINERS)]);
+const TEMPLATE: Shape = Shape::Object(&[("metadata", META), ("spec", POD_SPEC)]);
+/// A Pod's spec is expanded one level only: most Pods are answered by
+/// `restartPolicy` alone, and their containers are read only when needed.
+const POD: Shape = Shape::Object(&[("metadata", META), ("spec", Shape::Object(&[]))]);
+const JOB: Shape = Shape::Object(&[
+    ("metadata", META),
+    ("spec", Shape::Object(&[("template", TEMPLATE)])),
+]);
+const CRON_JOB: Shape = Shape::Object(&[
+    ("metadata", META),
+    (
+        "spec",
+        Shape::Object(&[(
+            "jobTemplate",
+            Shape::Object(&[
+                ("metadata", META),
+                ("spec", Shape::Object(&[("template", TEMPLATE)])),
+            ]),
+        )]),
+    ),
+]);
+/// For a request whose kind comes after its object: every kind's paths.
+const ANY: Shape = Shape::Object(&[
+    ("metadata", META),
+    (
+        "spec",
+        Shape::Object(&[
+            ("containers", CONTAINERS),
+            ("initContainers", CONTAINERS),
+            ("template", TEMPLATE),
+            (
+                "jobTemplate",
+                Shape::Object(&[
+                    ("metadata", META),
+                    ("spec", Shape::Object(&[("template", TEMPLATE)])),
+                ]),
+            ),
+        ]),
+    ),
+]);
+
+/// The parts of an object of `kind` (any handled kind when unknown) that
+/// are expanded while the payload is read.
+pub fn shape(kind: Option<Kind>) -> &'static Shape {
+    match kind {
+        Some(Kind::Pod) => &POD,
+        Some(Kind::Job) => &JOB,
+        Some(Kind::CronJob) => &CRON_JOB,
+        None => &ANY,
+    }
+}
+
+/// `spec.restartPolicy` of a Pod, read without reading the rest.
+pub fn restart_policy<'a>(object: &mut Node<'a>) -> Result<Option<Cow<'a, str>>, String> {
+    let at = Path::root();
+    match member(object, &at, "spec")? {
+        Some((spec, at)) => member_string(spec, &at, "restartPolicy"),
+        None => Ok(None),
+    }
+}
+
 impl<'a> Workload<'a> {
     /// Read the object through the view of its kind. `Ok(None)` when it has
     /// no pod template; an error names the field of the wrong type.
-    pub fn read(kind: Kind, object: &'a RawValue) -> Result<Option<Workload<'a>>, String> {
-        let text = object.get();
-        let err = |e: serde_json::Error| without_position(&e);
-        let meta = |m: Option<Obj<Meta<'a>>>| m.map(Obj::into_inner).unwrap_or_default();
-        let spec = |s: Option<Obj<PodSpec<'a>>>| s.map(Obj::into_inner).unwrap_or_default();
-        Ok(match kind {
+    pub fn read(kind: Kind, object: &mut Node<'a>) -> Result<Option<Workload<'a>>, String> {
+        let root = Path::root();
+        let object_meta = read_meta(object, &root)?;
+        let mut workload = Workload {
+            object_meta,
+            ..Workload::default()
+        };
+        let template = match kind {
             Kind::Pod => {
-                let pod = serde_json::from_str::<Obj<request::Pod>>(text)
-                    .map_err(err)?
-                    .0;
-                let pod_meta = meta(pod.metadata);
-                Some(Workload {
-                    object_meta: pod_meta.clone(),
-                    job_template_meta: Meta::default(),
-                    template_meta: pod_meta,
-                    spec: spec(pod.spec),
-                })
+                workload.template_meta = workload.object_meta.clone();
+                workload.spec = read_spec(object, &root)?;
+                return Ok(Some(workload));
             }
-            Kind::Job => {
-                let job = serde_json::from_str::<Obj<request::Job>>(text)
-                    .map_err(err)?
-                    .0;
-                let template = job.spec.and_then(|s| s.0.template);
-                template.map(|t| Workload {
-                    object_meta: meta(job.metadata),
-                    job_template_meta: Meta::default(),
-                    template_meta: meta(t.0.metadata),
-                    spec: spec(t.0.spec),
-                })
-            }
-            Kind::CronJob => {
-                let cron = serde_json::from_str::<Obj<request::CronJob>>(text)
-                    .map_err(err)?
-                    .0;
-                let job_template = cron.spec.and_then(|s| s.0.job_template);
-                job_template.and_then(|jt| {
-                    let jt = jt.0;
-                    let template = jt.spec.and_then(|s| s.0.template)?.0;
-                    Some(Workload {
-                        object_meta: meta(cron.metadata),
-                        job_template_meta: meta(jt.metadata),
-                        template_meta: meta(template.metadata),
-                        spec: spec(template.spec),
-                    })
-                })
-            }
-        })
+            Kind::Job => path(object, &root, &["spec", "template"])?,
+            Kind::CronJob => match path(object, &root, &["spec", "jobTemplate"])? {
+                Some((job_template, at)) => {
+                    workload.job_template_meta = read_meta(job_template, &at)?;
+                    path(job_template, &at, &["spec", "template"])?
+                }
+                None => None,
+            },
+        };
+        let Some((template, at)) = template else {
+            return Ok(None);
+        };
+        workload.template_meta = read_meta(template, &at)?;
+        workload.spec = read_spec(template, &at)?;
+        Ok(Some(workload))
     }
 
     pub fn template_annotations(&self) -> Option<&Annotations<'a>> {
-        self.template_meta.annotations.as_deref()
+        self.template_meta.annotations.as_ref()
     }
 
     /// The per-workload mode annotation: on the template, else on the object.
     pub fn mode_annotation(&self) -> Option<&str> {
         fn mode<'m>(m: &'m Meta) -> Option<&'m str> {
-            m.annotations.as_deref().and_then(|a| a.mode.as_deref())
+            m.annotations.as_ref().and_then(|a| a.mode.as_deref())
         }
         mode(&self.template_meta).or_else(|| mode(&self.object_meta))
     }
@@ -131,7 +180,7 @@ impl<'a> Workload<'a> {
     /// Where Istio recorded an injection, if it did.
     pub fn injection_status(&self) -> Option<(StatusAt, &str)> {
         fn status<'m>(m: &'m Meta) -> Option<&'m str> {
-            m.annotations.as_deref().and_then(|a| a.status.as_deref())
+            m.annotations.as_ref().and_then(|a| a.status.as_deref())
         }
         status(&self.template_meta)
             .map(|s| (StatusAt::Template, s))
@@ -156,11 +205,11 @@ impl<'a> Workload<'a> {
         }
     }
 
-    pub fn containers(&self) -> &[Obj<Container<'a>>] {
+    pub fn containers(&self) -> &[Container<'a>] {
         self.spec.containers.as_deref().unwrap_or_default()
     }
 
-    pub fn init_containers(&self) -> &[Obj<Container<'a>>] {
+    pub fn init_containers(&self) -> &[Container<'a>] {
         self.spec.init_containers.as_deref().unwrap_or_default()
     }
 }
@@ -189,4 +238,132 @@ pub fn without_position(e: &serde_json::Error) -> String {
         Some(i) => text[..i].to_owned(),
         None => text,
     }
+}
+
+/// A JSON path for messages: `spec.template.spec.containers[1]`.
+#[derive(Clone)]
+struct Path(String);
+
+impl Path {
+    fn root() -> Path {
+        Path(String::new())
+    }
+
+    fn key(&self, key: &str) -> Path {
+        match self.0.is_empty() {
+            true => Path(key.to_owned()),
+            false => Path(format!("{}.{key}", self.0)),
+        }
+    }
+
+    fn index(&self, i: usize) -> Path {
+        Path(format!("{}[{i}]", self.0))
+    }
+
+    fn error(&self, e: ShapeError) -> String {
+        match self.0.is_empty() {
+            true => format!("the object: {e}"),
+            false => format!("{}: {e}", self.0),
+        }
+    }
+}
+
+/// Member `key` of the object `node`, unless absent or null.
+fn member<'n, 'a>(
+    node: &'n mut Node<'a>,
+    at: &Path,
+    key: &str,
+) -> Result<Option<(&'n mut Node<'a>, Path)>, String> {
+    match node.get_mut(key) {
+        Ok(Some(child)) => Ok(Some((child, at.key(key)))),
+        Ok(None) => Ok(None),
+        Err(e) => Err(at.error(e)),
+    }
+}
+
+fn path<'n, 'a>(
+    node: &'n mut Node<'a>,
+    at: &Path,
+    keys: &[&str],
+) -> Result<Option<(&'n mut Node<'a>, Path)>, String> {
+    let mut current = (node, at.clone());
+    for key in keys {
+        match member(current.0, &current.1, key)? {
+            Some(next) => current = next,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(current))
+}
+
+fn member_string<'a>(
+    node: &mut Node<'a>,
+    at: &Path,
+    key: &str,
+) -> Result<Option<Cow<'a, str>>, String> {
+    match member(node, at, key)? {
+        Some((child, at)) => json::string(child).map_err(|e| at.error(e)),
+        None => Ok(None),
+    }
+}
+
+/// The annotations and labels decisions read, of `owner.metadata`.
+fn read_meta<'a>(owner: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
+    let mut meta = Meta::default();
+    let Some((metadata, at)) = member(owner, at, "metadata")? else {
+        return Ok(meta);
+    };
+    if let Some((annotations, at)) = member(metadata, &at, "annotations")? {
+        let mut read = Annotations::default();
+        for (key, value) in annotations.members_mut().map_err(|e| at.error(e))? {
+            if let Some(field) = read.field(key) {
+                *field = json::string(value).map_err(|e| at.key(key).error(e))?;
+            }
+        }
+        meta.annotations = Some(read);
+    }
+    if let Some((labels, at)) = member(metadata, &at, "labels")? {
+        let mut read = Labels::default();
+        for (key, value) in labels.members_mut().map_err(|e| at.error(e))? {
+            if key == INJECT {
+                read.inject = json::string(value).map_err(|e| at.key(key).error(e))?;
+            }
+        }
+        meta.labels = Some(read);
+    }
+    Ok(meta)
+}
+
+/// `restartPolicy` and the containers of `owner.spec`.
+fn read_spec<'a>(owner: &mut Node<'a>, at: &Path) -> Result<PodSpec<'a>, String> {
+    let Some((spec, at)) = member(owner, at, "spec")? else {
+        return Ok(PodSpec::default());
+    };
+    Ok(PodSpec {
+        restart_policy: member_string(spec, &at, "restartPolicy")?,
+        containers: read_containers(spec, &at, "containers")?,
+        init_containers: read_containers(spec, &at, "initContainers")?,
+    })
+}
+
+fn read_containers<'a>(
+    spec: &mut Node<'a>,
+    at: &Path,
+    key: &str,
+) -> Result<Option<Vec<Container<'a>>>, String> {
+    let Some((list, at)) = member(spec, at, key)? else {
+        return Ok(None);
+    };
+    let items = list.items_mut().map_err(|e| at.error(e))?;
+    let mut containers = Vec::with_capacity(items.len());
+    for (i, item) in items.iter_mut().enumerate() {
+        let at = at.index(i);
+        item.members_mut().map_err(|e| at.error(e))?;
+        containers.push(Container {
+            name: member_string(item, &at, "name")?,
+            restart_policy: member_string(item, &at, "restartPolicy")?,
+            has_command: member(item, &at, "command")?.is_some(),
+        });
+    }
+    Ok(Some(containers))
 }

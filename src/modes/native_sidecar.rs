@@ -11,7 +11,7 @@
 
 use super::{Outcome, Target};
 use crate::json::{Node, ShapeError};
-use crate::request::{Container, Obj, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_STATUS};
+use crate::request::{Container, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_STATUS};
 use crate::workload::{annotations_mut, template_mut, StatusAt};
 use serde_json::{json, Value};
 
@@ -46,7 +46,7 @@ fn move_injected_sidecar(
     status: &str,
 ) -> Result<Outcome, ShapeError> {
     let name = t.settings.sidecar_container_name.as_str();
-    let is_sidecar = |c: &Obj<Container>| c.name.as_deref() == Some(name);
+    let is_sidecar = |c: &Container| c.name.as_deref() == Some(name);
     let containers = t.workload.containers();
     let Some(index) = containers.iter().position(is_sidecar) else {
         return Ok(
