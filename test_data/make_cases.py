@@ -129,6 +129,10 @@ def pod(restart_policy):
 
 
 EXIT = {"mode": "exitOnJobCompletion"}
+QUIT = {"mode": "quitEndpoint"}
+# The quitEndpoint wrapper script, as the module embeds it.
+with open(os.path.join(HERE, "..", "src", "modes", "quit_wrapper.sh")) as f:
+    QUIT_SCRIPT = f.read()
 
 
 def main():
@@ -279,6 +283,40 @@ def main():
     future["spec"]["template"]["spec"]["containers"][0]["futureContainerField"] = "keep me"
     future["spec"]["template"]["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu-claim"}]
     write("future-fields-kept", request(future))
+
+    # quitEndpoint (issue 5): the app container's command is wrapped.
+    write("quit-job", request(job()), QUIT)
+    cron = cronjob()
+    hello = template(cron)["spec"]["containers"][0]
+    hello["command"] = hello["args"][:2]
+    hello["args"] = hello["args"][2:] + ["$(POD_NAME)", "$$(NOT_EXPANDED)", "cost: $$5"]
+    hello["env"] = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+    write("quit-cronjob-with-args", request(cron, "UPDATE", old=cronjob()), QUIT)
+    write("quit-pod-never", request(pod("Never")), QUIT)
+    write("quit-pod-onfailure", request(pod("OnFailure")), QUIT)
+    write("quit-no-command-warns", request(cronjob()), QUIT)
+    several = job()
+    template(several)["spec"]["containers"].append(
+        {"name": "uploader", "image": "registry.example/upload:2", "command": ["/upload", "--wait"]}
+    )
+    write("quit-several-containers-warns", request(several), QUIT)
+    write("quit-kube-injected-job", request(fixture("istio-job-kube-injected-classic.yaml")), QUIT)
+    write(
+        "quit-kube-injected-native-unchanged",
+        request(fixture("istio-job-kube-injected-native.yaml")),
+        QUIT,
+    )
+    wrapped = job()
+    pi = template(wrapped)["spec"]["containers"][0]
+    pi["command"] = ["/bin/sh", "-c", QUIT_SCRIPT, "istio-job-sidecar-quit",
+                     "http://127.0.0.1:15020/quitquitquit", "always"] + pi["command"]
+    annotate(wrapped, "istio-job-sidecar/quit-wrapped", "pi")
+    write("quit-already-wrapped-unchanged", request(wrapped), QUIT)
+    write(
+        "quit-workload-annotation",
+        request(annotate(job(), "istio-job-sidecar/mode", "quitEndpoint")),
+    )
+    write("quit-job-update-unchanged", request(job(), "UPDATE", old=job()), QUIT)
 
 
 if __name__ == "__main__":

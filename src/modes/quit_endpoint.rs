@@ -1,7 +1,461 @@
-//! mode quitEndpoint — being written (issue 5).
-use super::{Outcome, Target};
-use crate::json::ShapeError;
+//! mode quitEndpoint: the application container's command is wrapped in a
+//! POSIX `sh` script that runs the program and, once it has ended, POSTs
+//! `quitUrl` (pilot-agent's `/quitquitquit` on 15020; 15000 would stop only
+//! Envoy and leave the pod stuck), so the proxy exits and the pod completes.
+//!
+//! The wrapped command is
+//! `["/bin/sh", "-c", SCRIPT, NAME, quitUrl, when, <original command...>]`
+//! and `args` is not touched: the original argv reaches the script as
+//! positional parameters and is run as `exec "$@"`, so nothing in it is
+//! reparsed by a shell, and Kubernetes expands `$(VAR)` (and `$$`) in every
+//! original element exactly as before, since each is still an element of
+//! `command` or `args`. The elements the policy adds contain neither `$(`
+//! nor `$$` (tested), so expansion leaves them alone.
+//!
+//! `when` is `on-success` for `restartPolicy: OnFailure`: after a failure
+//! the kubelet restarts the program in the same pod, which still needs its
+//! proxy; `always` otherwise.
 
-pub fn apply(_target: &mut Target) -> Result<Outcome, ShapeError> {
-    Ok(Outcome::warn("quitEndpoint is not available in this build"))
+use super::{Outcome, Target};
+use crate::json::{Node, ShapeError};
+use crate::request::ANNOTATION_QUIT_WRAPPED;
+use crate::response::MAX_WARNING_CHARS;
+use crate::workload::{annotations_mut, template_mut};
+
+/// The wrapper script (`sh -c` text). No `$(` and no `$$` in it, as
+/// Kubernetes would expand those.
+pub const SCRIPT: &str = include_str!("quit_wrapper.sh");
+pub const SHELL: &str = "/bin/sh";
+/// `$0` of the wrapper: what its messages are prefixed with, and the mark
+/// by which a wrapped command is recognised.
+pub const NAME: &str = "istio-job-sidecar-quit";
+/// Quit after any exit of the program.
+pub const ALWAYS: &str = "always";
+/// Quit only after the program succeeded (restartPolicy OnFailure).
+pub const ON_SUCCESS: &str = "on-success";
+/// Elements the wrapper puts before the original command.
+pub const PREFIX_LEN: usize = 6;
+
+pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
+    let sidecar = t.settings.sidecar_container_name.as_str();
+    // A proxy that already is a native sidecar ends with the pod by itself.
+    let native = t.workload.init_containers().iter().any(|c| {
+        c.name.as_deref() == Some(sidecar) && c.restart_policy.as_deref() == Some("Always")
+    });
+    if native {
+        return Ok(Outcome::unchanged());
+    }
+    let apps: Vec<(usize, &str)> = t
+        .workload
+        .containers()
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.name.as_deref() != Some(sidecar))
+        .map(|(i, c)| (i, c.name.as_deref().unwrap_or_default()))
+        .collect();
+    let (index, name) = match apps.as_slice() {
+        [] => {
+            return Ok(Outcome::warn(
+                "quitEndpoint: no application container to wrap",
+            ))
+        }
+        [one] => *one,
+        several => return several_apps(t, several),
+    };
+    let when = match t.workload.spec.restart_policy.as_deref() {
+        Some("OnFailure") => ON_SUCCESS,
+        _ => ALWAYS,
+    };
+    let prefix = [
+        SHELL,
+        "-c",
+        SCRIPT,
+        NAME,
+        t.settings.quit_url.as_str(),
+        when,
+    ];
+    let recorded = t
+        .workload
+        .template_annotations()
+        .and_then(|a| a.quit_wrapped.as_deref())
+        == Some(name);
+
+    let template = template_mut(t.kind, t.object)?;
+    let container = container_mut(template, index)?;
+    let Some(command) = read_command(container)? else {
+        return Ok(Outcome::warn(no_command(name)));
+    };
+    let original = match wrapped(&command) {
+        // Wrapped before: only the wrapper part is brought up to date (new
+        // settings, or a newer policy), the original argv is kept as it is.
+        Some(_) if command[..PREFIX_LEN] == prefix => {
+            if recorded {
+                return Ok(Outcome::unchanged());
+            }
+            None
+        }
+        Some(original) => Some(original),
+        None => Some(&command[..]),
+    };
+    if let Some(original) = original {
+        let new: Vec<serde_json::Value> = prefix
+            .iter()
+            .map(|s| (*s).to_owned())
+            .chain(original.iter().cloned())
+            .map(serde_json::Value::String)
+            .collect();
+        container.set("command", Node::Value(serde_json::Value::Array(new)))?;
+    }
+    if !recorded {
+        annotations_mut(template)?.set(ANNOTATION_QUIT_WRAPPED, Node::string(name))?;
+    }
+    Ok(Outcome::changed())
+}
+
+/// Several application containers: the first to end would stop the proxy
+/// under the others, so none is wrapped, and a wrapper left from an earlier
+/// pass (a container added to a CronJob later) is taken off again.
+fn several_apps(t: &mut Target, apps: &[(usize, &str)]) -> Result<Outcome, ShapeError> {
+    let mut outcome = Outcome::warn(format!(
+        "quitEndpoint wraps a single app container, this pod has {}: not wrapped; \
+         consider nativeSidecar",
+        apps.len()
+    ));
+    let template = template_mut(t.kind, t.object)?;
+    for &(index, _) in apps {
+        let container = container_mut(template, index)?;
+        let Some(command) = read_command(container)? else {
+            continue;
+        };
+        if let Some(original) = wrapped(&command) {
+            let original = original.iter().cloned().map(serde_json::Value::String);
+            let original = serde_json::Value::Array(original.collect());
+            container.set("command", Node::Value(original))?;
+            outcome.changed = true;
+        }
+    }
+    let recorded = t
+        .workload
+        .template_annotations()
+        .is_some_and(|a| a.quit_wrapped.is_some());
+    if recorded {
+        annotations_mut(template)?
+            .members_mut()?
+            .retain(|(k, _)| k != ANNOTATION_QUIT_WRAPPED);
+        outcome.changed = true;
+    }
+    Ok(outcome)
+}
+
+fn container_mut<'n, 'a>(
+    template: &'n mut Node<'a>,
+    index: usize,
+) -> Result<&'n mut Node<'a>, ShapeError> {
+    template
+        .path_mut(&["spec", "containers"])?
+        .ok_or_else(|| ShapeError("pod template has no containers".into()))?
+        .items_mut()?
+        .get_mut(index)
+        .ok_or_else(|| ShapeError("containers changed under the view".into()))
+}
+
+/// The container's `command`; `None` when absent, null or empty (the
+/// image's entrypoint runs, which admission cannot see).
+fn read_command(container: &mut Node) -> Result<Option<Vec<String>>, ShapeError> {
+    let Some(node) = container.get_mut("command")? else {
+        return Ok(None);
+    };
+    let command: Vec<String> = serde_json::from_value(node.to_value()?)
+        .map_err(|e| ShapeError(format!("command: {e}")))?;
+    Ok((!command.is_empty()).then_some(command))
+}
+
+/// The original command of a command this mode wrapped, else `None`.
+pub fn wrapped(command: &[String]) -> Option<&[String]> {
+    let is = command.len() >= PREFIX_LEN
+        && command[0] == SHELL
+        && command[1] == "-c"
+        && command[3] == NAME;
+    is.then(|| &command[PREFIX_LEN..])
+}
+
+fn no_command(name: &str) -> String {
+    const TAIL: &str =
+        "no command, not wrapped; set command to use quitEndpoint, or use another mode";
+    let full = format!("container {name}: {TAIL}");
+    // The prefix added by response::warning is 19 characters.
+    if full.chars().count() + 19 <= MAX_WARNING_CHARS {
+        full
+    } else {
+        TAIL.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Settings;
+    use crate::workload::{Kind, Workload};
+    use rstest::rstest;
+    use serde_json::{json, Value};
+
+    const URL: &str = crate::settings::DEFAULT_QUIT_URL;
+
+    fn job(containers: Value) -> Value {
+        json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "report"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": containers}}}
+        })
+    }
+
+    fn app(command: Value) -> Value {
+        json!({"name": "app", "image": "registry.example/app:1", "command": command})
+    }
+
+    fn run_with(kind: Kind, object: &Value, settings: &Settings) -> (Outcome, Value) {
+        let text = object.to_string();
+        let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
+        let mut node = Node::raw(raw);
+        let workload = Workload::read(kind, &mut node).unwrap().unwrap();
+        let mut target = Target {
+            kind,
+            workload: &workload,
+            object: &mut node,
+            settings,
+        };
+        let outcome = apply(&mut target).unwrap();
+        (outcome, node.to_value().unwrap())
+    }
+
+    fn run(kind: Kind, object: &Value) -> (Outcome, Value) {
+        run_with(kind, object, &Settings::default())
+    }
+
+    fn wrapped_command(when: &str, original: &[&str]) -> Value {
+        let mut v = vec![SHELL, "-c", SCRIPT, NAME, URL, when];
+        v.extend_from_slice(original);
+        json!(v)
+    }
+
+    fn template(kind: Kind, object: &Value) -> &Value {
+        kind.template_path().iter().fold(object, |v, k| &v[*k])
+    }
+
+    #[rstest]
+    #[case::one_app(job(json!([app(json!(["perl", "-e", "print 1"]))])), &["perl", "-e", "print 1"], None)]
+    #[case::command_and_args(
+        job(json!([{"name": "app", "command": ["python3", "-m"], "args": ["job", "--all"]}])),
+        &["python3", "-m"], Some(json!(["job", "--all"]))
+    )]
+    #[case::variables_stay_data(
+        job(json!([{"name": "app", "command": ["/bin/echo", "$(HOME)", "$$(HOME)", "$$", "a b"], "args": ["$(POD_NAME)", "$$(X)", "'\"\\"]}])),
+        &["/bin/echo", "$(HOME)", "$$(HOME)", "$$", "a b"], Some(json!(["$(POD_NAME)", "$$(X)", "'\"\\"]))
+    )]
+    #[case::kube_injected(
+        job(json!([app(json!(["run"])), {"name": "istio-proxy", "image": "proxyv2", "args": ["proxy", "sidecar"]}])),
+        &["run"], None
+    )]
+    fn wraps_the_app_container(
+        #[case] object: Value,
+        #[case] original: &[&str],
+        #[case] args: Option<Value>,
+    ) {
+        let (outcome, out) = run(Kind::Job, &object);
+        assert_eq!(outcome, Outcome::changed());
+        let t = template(Kind::Job, &out);
+        let c = &t["spec"]["containers"][0];
+        assert_eq!(c["command"], wrapped_command(ALWAYS, original));
+        assert_eq!(c["args"], args.unwrap_or(Value::Null));
+        assert_eq!(t["metadata"]["annotations"][ANNOTATION_QUIT_WRAPPED], "app");
+        // Everything else as it was; a sidecar is never wrapped.
+        let mut back = out.clone();
+        back["spec"]["template"]["spec"]["containers"][0]["command"] = json!(original);
+        back["spec"]["template"]["metadata"] = Value::Null;
+        let mut object = object;
+        object["spec"]["template"]["metadata"] = Value::Null;
+        assert_eq!(back, object);
+        // A second pass changes nothing.
+        assert_eq!(run(Kind::Job, &out), (Outcome::unchanged(), out));
+    }
+
+    #[rstest]
+    #[case::several(
+        job(json!([app(json!(["a"])), {"name": "b", "command": ["b"]}])),
+        "this pod has 2: not wrapped"
+    )]
+    #[case::several_beside_sidecar(
+        job(json!([app(json!(["a"])), {"name": "istio-proxy"}, {"name": "b", "command": ["b"]}])),
+        "this pod has 2"
+    )]
+    #[case::no_command(job(json!([{"name": "app", "args": ["--all"]}])), "container app: no command, not wrapped; set command")]
+    #[case::null_command(job(json!([app(Value::Null)])), "set command to use quitEndpoint, or use another mode")]
+    #[case::empty_command(job(json!([app(json!([]))])), "set command to use quitEndpoint")]
+    #[case::only_the_sidecar(job(json!([{"name": "istio-proxy", "command": ["x"]}])), "no application container")]
+    fn left_unchanged_with_a_warning(#[case] object: Value, #[case] warning: &str) {
+        let (outcome, out) = run(Kind::Job, &object);
+        assert!(!outcome.changed);
+        assert_eq!(outcome.warnings.len(), 1);
+        assert!(
+            outcome.warnings[0].contains(warning),
+            "{:?}",
+            outcome.warnings
+        );
+        let text = crate::response::warning(&outcome.warnings[0]);
+        assert!(!text.ends_with('…'), "{text}");
+        assert_eq!(out, object);
+    }
+
+    #[test]
+    fn long_container_name_keeps_the_advice() {
+        let name = "a".repeat(63);
+        let object = job(json!([{"name": name}]));
+        let (outcome, _) = run(Kind::Job, &object);
+        let text = crate::response::warning(&outcome.warnings[0]);
+        assert!(text.ends_with("or use another mode"), "{text}");
+    }
+
+    #[test]
+    fn native_sidecar_already_there_is_left_alone() {
+        let mut object = job(json!([app(json!(["run"]))]));
+        object["spec"]["template"]["spec"]["initContainers"] =
+            json!([{"name": "istio-init"}, {"name": "istio-proxy", "restartPolicy": "Always"}]);
+        assert_eq!(run(Kind::Job, &object), (Outcome::unchanged(), object));
+    }
+
+    #[test]
+    fn pod_on_failure_quits_only_after_success() {
+        let object = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "annotations": {"team": "a"}},
+            "spec": {"restartPolicy": "OnFailure", "containers": [app(json!(["run", "--once"]))]}
+        });
+        let (outcome, out) = run(Kind::Pod, &object);
+        assert_eq!(outcome, Outcome::changed());
+        assert_eq!(
+            out["spec"]["containers"][0]["command"],
+            wrapped_command(ON_SUCCESS, &["run", "--once"])
+        );
+        assert_eq!(
+            out["metadata"]["annotations"],
+            json!({"team": "a", ANNOTATION_QUIT_WRAPPED: "app"})
+        );
+        assert_eq!(run(Kind::Pod, &out), (Outcome::unchanged(), out));
+    }
+
+    #[test]
+    fn cronjob_template_is_wrapped() {
+        let object = json!({
+            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "OnFailure", "containers": [app(json!(["run"]))]
+            }}}}}
+        });
+        let (outcome, out) = run(Kind::CronJob, &object);
+        assert!(outcome.changed);
+        let t = template(Kind::CronJob, &out);
+        assert_eq!(
+            t["spec"]["containers"][0]["command"],
+            wrapped_command(ON_SUCCESS, &["run"])
+        );
+        assert_eq!(t["metadata"]["annotations"][ANNOTATION_QUIT_WRAPPED], "app");
+    }
+
+    #[test]
+    fn an_old_wrapper_is_refreshed_not_wrapped_twice() {
+        let mut old = wrapped_command(ALWAYS, &["run", "x"]);
+        old[2] = json!("# an older script");
+        old[4] = json!("http://localhost:15020/quitquitquit");
+        let mut object = job(json!([app(old)]));
+        object["spec"]["template"]["metadata"] =
+            json!({"annotations": {ANNOTATION_QUIT_WRAPPED: "app"}});
+        let (outcome, out) = run(Kind::Job, &object);
+        assert!(outcome.changed);
+        let c = &out["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["command"], wrapped_command(ALWAYS, &["run", "x"]));
+    }
+
+    #[test]
+    fn missing_annotation_is_added_to_a_wrapped_container() {
+        let object = job(json!([app(wrapped_command(ALWAYS, &["run"]))]));
+        let (outcome, out) = run(Kind::Job, &object);
+        assert!(outcome.changed);
+        assert_eq!(
+            out["spec"]["template"]["metadata"]["annotations"][ANNOTATION_QUIT_WRAPPED],
+            "app"
+        );
+        assert_eq!(
+            out["spec"]["template"]["spec"],
+            object["spec"]["template"]["spec"]
+        );
+    }
+
+    #[test]
+    fn quit_url_comes_from_the_settings() {
+        let settings = Settings {
+            quit_url: "http://[::1]:15020/quitquitquit".into(),
+            ..Settings::default()
+        };
+        let (_, out) = run_with(Kind::Job, &job(json!([app(json!(["run"]))])), &settings);
+        let c = &out["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["command"][4], "http://[::1]:15020/quitquitquit");
+    }
+
+    #[test]
+    fn a_second_app_container_takes_an_old_wrapper_off() {
+        let mut object = job(json!([
+            app(wrapped_command(ALWAYS, &["run", "$(X)"])),
+            {"name": "b", "command": ["b"]}
+        ]));
+        object["spec"]["template"]["metadata"] =
+            json!({"annotations": {ANNOTATION_QUIT_WRAPPED: "app", "keep": "me"}});
+        let (outcome, out) = run(Kind::Job, &object);
+        assert!(outcome.changed);
+        assert_eq!(outcome.warnings.len(), 1);
+        let t = &out["spec"]["template"];
+        assert_eq!(
+            t["spec"]["containers"][0]["command"],
+            json!(["run", "$(X)"])
+        );
+        assert_eq!(t["spec"]["containers"][1]["command"], json!(["b"]));
+        assert_eq!(t["metadata"]["annotations"], json!({"keep": "me"}));
+        assert!(!run(Kind::Job, &out).0.changed);
+    }
+
+    #[test]
+    fn wrong_command_type_is_a_shape_error() {
+        let object = job(json!([app(json!("run"))]));
+        let text = object.to_string();
+        let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
+        let mut node = Node::raw(raw);
+        let workload = Workload::read(Kind::Job, &mut node).unwrap().unwrap();
+        let settings = Settings::default();
+        let mut target = Target {
+            kind: Kind::Job,
+            workload: &workload,
+            object: &mut node,
+            settings: &settings,
+        };
+        assert!(apply(&mut target).is_err());
+    }
+
+    /// Kubernetes expands `$(NAME)` and turns `$$` into `$` in command and
+    /// args: the elements the policy adds must hold neither.
+    #[test]
+    fn added_elements_survive_kubernetes_expansion() {
+        for s in [SHELL, "-c", SCRIPT, NAME, URL, ALWAYS, ON_SUCCESS] {
+            assert!(!s.contains("$(") && !s.contains("$$"), "{s}");
+        }
+        assert!(SCRIPT.is_ascii());
+    }
+
+    #[rstest]
+    #[case::ours(&["/bin/sh", "-c", "x", NAME, URL, ALWAYS, "run"], Some(1))]
+    #[case::user_shell(&["/bin/sh", "-c", "run", "name", "a", "b", "c"], None)]
+    #[case::short(&["/bin/sh", "-c", "x", NAME], None)]
+    #[case::plain(&["run"], None)]
+    fn recognises_its_own_wrapper(#[case] command: &[&str], #[case] original: Option<usize>) {
+        let command: Vec<String> = command.iter().map(|s| (*s).to_owned()).collect();
+        assert_eq!(wrapped(&command).map(<[String]>::len), original);
+    }
 }

@@ -1,0 +1,707 @@
+//! The quitEndpoint wrapper, executed for real: the command comes from the
+//! policy itself (`validate` on a Job request), and runs under dash (as
+//! /bin/sh on Debian) and, where installed, busybox `sh`, against an HTTP
+//! listener on 127.0.0.1 that stands in for pilot-agent.
+//!
+//! Every program writes `done` into its work directory right before it
+//! exits; the listener notes whether that file existed when the quit request
+//! arrived, so a request sent too early is caught. Each run has a deadline.
+//!
+//! Needs: dash; curl, wget and busybox for the fetcher variants (busybox
+//! variants are skipped with a note when busybox is absent); perl for the
+//! SIGINT case (skipped with a note when absent).
+
+use rstest::rstest;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const DEADLINE: Duration = Duration::from_secs(40);
+
+// ---------------------------------------------------------------- the policy
+
+/// The argv Kubernetes would run for the app container after the policy
+/// wrapped it (command followed by args).
+fn wrapped_argv(command: &[&str], args: Option<&[&str]>, restart: &str, url: &str) -> Vec<String> {
+    let mut container = json!({"name": "app", "image": "app:1", "command": command});
+    if let Some(args) = args {
+        container["args"] = json!(args);
+    }
+    let job = json!({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {"restartPolicy": restart, "containers": [container]}}}
+    });
+    let payload = json!({
+        "request": {
+            "uid": "u", "operation": "CREATE", "object": job,
+            "kind": {"group": "batch", "version": "v1", "kind": "Job"}
+        },
+        "settings": {"mode": "quitEndpoint", "quitUrl": url}
+    });
+    let response = istio_job_sidecar_policy::validate(&serde_json::to_vec(&payload).unwrap())
+        .expect("validate never errors");
+    let response: Value = serde_json::from_slice(&response).unwrap();
+    let c = &response["mutated_object"]["spec"]["template"]["spec"]["containers"][0];
+    let mut argv: Vec<String> = serde_json::from_value(c["command"].clone())
+        .unwrap_or_else(|_| panic!("not wrapped: {response}"));
+    if let Some(args) = c["args"].as_array() {
+        argv.extend(args.iter().map(|a| a.as_str().unwrap().to_owned()));
+    }
+    assert_eq!(argv[0], "/bin/sh");
+    argv
+}
+
+// ----------------------------------------------------------------- the tools
+
+fn find(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn dash() -> PathBuf {
+    find("dash").expect("dash must be installed: it is /bin/sh on Debian and Ubuntu")
+}
+
+fn busybox() -> Option<PathBuf> {
+    let found = find("busybox");
+    if found.is_none() {
+        eprintln!(
+            "note: busybox not installed, its variants are skipped (apt-get install busybox)"
+        );
+    }
+    found
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Shell {
+    Dash,
+    Busybox,
+}
+
+/// The shells to run with: dash always, busybox where installed.
+fn shells() -> Vec<Shell> {
+    let mut shells = vec![Shell::Dash];
+    if busybox().is_some() {
+        shells.push(Shell::Busybox);
+    }
+    shells
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fetcher {
+    Curl,
+    GnuWget,
+    BusyboxWget,
+    Neither,
+}
+
+/// A directory that is the whole PATH of a run: `sh`, `cat`, `sleep` from
+/// the shell's world, plus the fetcher, and nothing else.
+fn bin_dir(dir: &Path, shell: Shell, fetcher: Fetcher) -> Option<PathBuf> {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let link = |target: PathBuf, name: &str| {
+        std::os::unix::fs::symlink(target, bin.join(name)).unwrap();
+    };
+    match shell {
+        Shell::Dash => {
+            link(dash(), "sh");
+            link(find("cat").expect("cat"), "cat");
+            link(find("sleep").expect("sleep"), "sleep");
+        }
+        Shell::Busybox => {
+            for tool in ["sh", "cat", "sleep"] {
+                link(busybox()?, tool);
+            }
+        }
+    }
+    match fetcher {
+        Fetcher::Curl => link(find("curl")?, "curl"),
+        Fetcher::GnuWget => link(find("wget")?, "wget"),
+        Fetcher::BusyboxWget => link(busybox()?, "wget"),
+        Fetcher::Neither => {}
+    }
+    Some(bin)
+}
+
+// ------------------------------------------------------ the pretend pilot-agent
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Agent {
+    /// 200 to every request.
+    Answers,
+    /// 503 to the first request, 200 after.
+    FailsOnce,
+    /// Accepts connections and never answers.
+    Hangs,
+    /// Nothing listens on the port.
+    Gone,
+}
+
+#[derive(Debug, Clone)]
+struct Hit {
+    method: String,
+    path: String,
+    program_done: bool,
+}
+
+struct Listener {
+    port: u16,
+    hits: Arc<Mutex<Vec<Hit>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Listener {
+    fn start(agent: Agent, done: PathBuf) -> Listener {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        if agent == Agent::Gone {
+            drop(listener);
+            return Listener {
+                port,
+                hits,
+                stop,
+                thread: None,
+            };
+        }
+        listener.set_nonblocking(true).unwrap();
+        let (h, s) = (hits.clone(), stop.clone());
+        let thread = thread::spawn(move || {
+            let mut held = Vec::new();
+            let started = Instant::now();
+            while !s.load(Ordering::SeqCst) && started.elapsed() < DEADLINE {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let done_now = done.exists();
+                        if let Some(hit) = serve(stream, agent, &h, done_now, &mut held) {
+                            h.lock().unwrap().push(hit);
+                        }
+                    }
+                    Err(_) => thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Listener {
+            port,
+            hits,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/quitquitquit", self.port)
+    }
+
+    fn finish(mut self) -> Vec<Hit> {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+        let hits = self.hits.lock().unwrap().clone();
+        hits
+    }
+}
+
+/// Read one request head and answer it as `agent` does.
+fn serve(
+    mut stream: TcpStream,
+    agent: Agent,
+    hits: &Mutex<Vec<Hit>>,
+    program_done: bool,
+    held: &mut Vec<TcpStream>,
+) -> Option<Hit> {
+    stream.set_nonblocking(false).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(3))).ok()?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 8192 {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&head);
+    let mut first = text.lines().next().unwrap_or_default().split(' ');
+    let hit = Hit {
+        method: first.next().unwrap_or_default().to_owned(),
+        path: first.next().unwrap_or_default().to_owned(),
+        program_done,
+    };
+    let status = match agent {
+        Agent::FailsOnce if hits.lock().unwrap().is_empty() => "503 Service Unavailable",
+        Agent::Hangs => {
+            held.push(stream);
+            return Some(hit);
+        }
+        _ => "200 OK",
+    };
+    let reply = format!("HTTP/1.1 {status}\r\nContent-Length: 2\r\nConnection: close\r\n\r\nOK");
+    let _ = stream.write_all(reply.as_bytes());
+    Some(hit)
+}
+
+// ------------------------------------------------------------------- a run
+
+struct Outcome {
+    code: Option<i32>,
+    hits: Vec<Hit>,
+    stderr: String,
+    elapsed: Duration,
+    dir: PathBuf,
+}
+
+struct Run<'r> {
+    shell: Shell,
+    fetcher: Fetcher,
+    agent: Agent,
+    restart: &'r str,
+    /// The program's original command and args; `{dir}` is replaced by its
+    /// work directory.
+    command: &'r [&'r str],
+    args: Option<&'r [&'r str]>,
+    stdin: Option<&'r [u8]>,
+    /// Sent to the wrapper once the program wrote `started`.
+    signal: Option<&'r str>,
+}
+
+impl Default for Run<'_> {
+    fn default() -> Self {
+        Run {
+            shell: Shell::Dash,
+            fetcher: Fetcher::Curl,
+            agent: Agent::Answers,
+            restart: "Never",
+            command: &[],
+            args: None,
+            stdin: None,
+            signal: None,
+        }
+    }
+}
+
+static RUNS: AtomicUsize = AtomicUsize::new(0);
+
+fn work_dir() -> PathBuf {
+    let n = RUNS.fetch_add(1, Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("quit-wrapper-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+impl Run<'_> {
+    /// Runs and checks the wrapper's exit code; `None` when a tool this run
+    /// needs is not installed.
+    fn exits(&self, code: i32) -> Option<Outcome> {
+        let out = self.go()?;
+        let (shell, fetcher) = (self.shell, self.fetcher);
+        assert_eq!(
+            out.code,
+            Some(code),
+            "{shell:?} {fetcher:?}: {}",
+            out.stderr
+        );
+        Some(out)
+    }
+
+    /// `None` when a tool this run needs is not installed.
+    fn go(&self) -> Option<Outcome> {
+        let dir = work_dir();
+        let bin = bin_dir(&dir, self.shell, self.fetcher)?;
+        let listener = Listener::start(self.agent, dir.join("done"));
+        let fill = |s: &&str| s.replace("{dir}", dir.to_str().unwrap());
+        let command: Vec<String> = self.command.iter().map(fill).collect();
+        let args: Option<Vec<String>> = self.args.map(|a| a.iter().map(fill).collect());
+        let command: Vec<&str> = command.iter().map(String::as_str).collect();
+        let args: Option<Vec<&str>> = args
+            .as_ref()
+            .map(|a| a.iter().map(String::as_str).collect());
+        let argv = wrapped_argv(&command, args.as_deref(), self.restart, &listener.url());
+
+        let mut cmd = match self.shell {
+            Shell::Dash => Command::new(dash()),
+            Shell::Busybox => {
+                let mut c = Command::new(busybox()?);
+                c.arg("sh");
+                c
+            }
+        };
+        let stderr_path = dir.join("stderr");
+        cmd.args(&argv[1..])
+            .env_clear()
+            .env("PATH", &bin)
+            .env("HOME", "/home-of-the-test")
+            // A proxy in the environment must not catch the quit request.
+            .env("http_proxy", "http://127.0.0.1:9")
+            .env("HTTP_PROXY", "http://127.0.0.1:9")
+            .current_dir(&dir)
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr_path).unwrap());
+        let started = Instant::now();
+        let mut child = cmd.spawn().unwrap();
+        if let Some(input) = self.stdin {
+            let mut pipe = child.stdin.take().unwrap();
+            pipe.write_all(input).unwrap();
+        }
+        let mut signalled = self.signal.is_none();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > DEADLINE {
+                let _ = child.kill();
+                panic!("the wrapper did not end within {DEADLINE:?}");
+            }
+            if !signalled && dir.join("started").exists() {
+                let pid = child.id().to_string();
+                let sig = format!("-{}", self.signal.unwrap());
+                let sent = Command::new(dash())
+                    .args(["-c", "kill \"$1\" \"$2\"", "kill", &sig, &pid])
+                    .status()
+                    .unwrap();
+                assert!(sent.success());
+                signalled = true;
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+        let elapsed = started.elapsed();
+        let hits = listener.finish();
+        Some(Outcome {
+            code: status.code(),
+            hits,
+            stderr: std::fs::read_to_string(&stderr_path).unwrap_or_default(),
+            elapsed,
+            dir,
+        })
+    }
+}
+
+impl Outcome {
+    /// Exactly one quit request, a POST to /quitquitquit, after the program.
+    fn assert_quit_once_after(&self) {
+        assert_eq!(
+            self.hits.len(),
+            1,
+            "{:?}\nstderr: {}",
+            self.hits,
+            self.stderr
+        );
+        self.assert_hits_after();
+    }
+
+    fn assert_hits_after(&self) {
+        for hit in &self.hits {
+            assert_eq!(hit.method, "POST", "{hit:?}");
+            assert_eq!(hit.path, "/quitquitquit", "{hit:?}");
+            assert!(hit.program_done, "quit request before the program ended");
+        }
+    }
+
+    fn read(&self, name: &str) -> Vec<u8> {
+        std::fs::read(self.dir.join(name)).unwrap_or_default()
+    }
+
+    fn clean(self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A program that waits a little (a quit request sent before it ended would
+/// be seen), writes `done`, then exits with `$1`.
+const EXITS_WITH: &str = "sleep 0.3; : > \"$0/done\"; exit \"$1\"";
+
+// ------------------------------------------------------------------- tests
+
+#[test]
+fn exit_codes_are_kept_and_quit_follows_the_program() {
+    for shell in shells() {
+        for code in [0, 1, 42] {
+            let code_text = code.to_string();
+            let out = Run {
+                shell,
+                command: &["sh", "-c", EXITS_WITH, "{dir}", &code_text],
+                ..Run::default()
+            }
+            .exits(code)
+            .unwrap();
+            out.assert_quit_once_after();
+            out.clean();
+        }
+    }
+}
+
+#[test]
+fn death_by_signal_is_128_plus_n() {
+    for shell in shells() {
+        for (signal, code) in [("KILL", 137), ("TERM", 143)] {
+            let script = format!(": > \"$0/done\"; kill -{signal} $$");
+            let out = Run {
+                shell,
+                command: &["sh", "-c", &script, "{dir}"],
+                ..Run::default()
+            }
+            .exits(code)
+            .unwrap();
+            out.assert_quit_once_after();
+            out.clean();
+        }
+    }
+}
+
+#[test]
+fn curl_gnu_wget_and_busybox_wget_all_post() {
+    for shell in shells() {
+        for fetcher in [Fetcher::Curl, Fetcher::GnuWget, Fetcher::BusyboxWget] {
+            let Some(out) = (Run {
+                shell,
+                fetcher,
+                command: &["sh", "-c", EXITS_WITH, "{dir}", "3"],
+                ..Run::default()
+            })
+            .exits(3) else {
+                eprintln!("note: {fetcher:?} not installed, skipped");
+                continue;
+            };
+            out.assert_quit_once_after();
+            out.clean();
+        }
+    }
+}
+
+#[test]
+fn neither_curl_nor_wget_still_exits_with_the_programs_code() {
+    for shell in shells() {
+        let out = Run {
+            shell,
+            fetcher: Fetcher::Neither,
+            command: &["sh", "-c", EXITS_WITH, "{dir}", "42"],
+            ..Run::default()
+        }
+        .exits(42)
+        .unwrap();
+        assert!(out.hits.is_empty());
+        assert!(
+            out.stderr.contains("neither curl nor wget"),
+            "{}",
+            out.stderr
+        );
+        assert!(out.elapsed < Duration::from_secs(5), "{:?}", out.elapsed);
+        out.clean();
+    }
+}
+
+#[test]
+fn sigterm_to_the_wrapper_reaches_the_program() {
+    // `sleep & wait`: a shell runs traps only between commands.
+    let program =
+        "trap 'kill $! 2>/dev/null; echo term > \"$0/signal\"; : > \"$0/done\"; exit 7' TERM; \
+                   : > \"$0/started\"; sleep 30 & wait";
+    for shell in shells() {
+        let out = Run {
+            shell,
+            command: &["sh", "-c", program, "{dir}"],
+            signal: Some("TERM"),
+            ..Run::default()
+        }
+        .exits(7)
+        .unwrap();
+        assert_eq!(out.read("signal"), b"term\n");
+        out.assert_quit_once_after();
+        assert!(out.elapsed < Duration::from_secs(10), "{:?}", out.elapsed);
+        out.clean();
+    }
+}
+
+#[test]
+fn sigint_to_the_wrapper_reaches_a_program_that_handles_it() {
+    // A non-interactive shell starts background jobs with SIGINT ignored
+    // (POSIX), so only a program that installs its own handler sees it;
+    // perl does, a shell script cannot.
+    let Some(perl) = find("perl") else {
+        eprintln!("note: perl not installed, SIGINT case skipped");
+        return;
+    };
+    let program = "$SIG{INT} = sub { open(my $f, '>', \"$ARGV[0]/done\"); exit 5 }; \
+                   open(my $s, '>', \"$ARGV[0]/started\"); close($s); sleep 30; exit 0";
+    for shell in shells() {
+        let perl = perl.to_str().unwrap();
+        let out = Run {
+            shell,
+            command: &[perl, "-e", program, "{dir}"],
+            signal: Some("INT"),
+            ..Run::default()
+        }
+        .exits(5)
+        .unwrap();
+        out.assert_quit_once_after();
+        out.clean();
+    }
+}
+
+#[test]
+fn argv_arrives_byte_for_byte() {
+    let tricky = [
+        "two words",
+        "",
+        "'single' \"double\"",
+        "$HOME",
+        "${HOME}",
+        "$(HOME)",
+        "$$",
+        "`id`",
+        "back\\slash\\n",
+        "new\nline",
+        "tab\there",
+        "*",
+        "-c",
+        "--",
+        " padded ",
+        "é ünïcode",
+    ];
+    // Each argument, NUL-terminated, into argv.
+    let program = "printf '%s\\0' \"$@\" > \"$0/argv\"; : > \"$0/done\"";
+    for shell in shells() {
+        for split in [tricky.len(), 5, 0] {
+            // Some of the tricky ones in command, the rest in args.
+            let mut command = vec!["sh", "-c", program, "{dir}"];
+            command.extend_from_slice(&tricky[..split]);
+            let args = &tricky[split..];
+            let out = Run {
+                shell,
+                command: &command,
+                args: (!args.is_empty()).then_some(args),
+                ..Run::default()
+            }
+            .exits(0)
+            .unwrap();
+            let expected: Vec<u8> = tricky.iter().flat_map(|a| a.bytes().chain([0])).collect();
+            assert_eq!(
+                String::from_utf8_lossy(&out.read("argv")),
+                String::from_utf8_lossy(&expected),
+                "{shell:?} split {split}"
+            );
+            out.assert_quit_once_after();
+            out.clean();
+        }
+    }
+}
+
+#[test]
+fn stdin_reaches_the_program() {
+    let input = b"line one\nline two\n\0binary\xff";
+    for shell in shells() {
+        let out = Run {
+            shell,
+            command: &["sh", "-c", "cat > \"$0/stdin\"; : > \"$0/done\"", "{dir}"],
+            stdin: Some(input),
+            ..Run::default()
+        }
+        .exits(0)
+        .unwrap();
+        assert_eq!(out.read("stdin"), input);
+        out.assert_quit_once_after();
+        out.clean();
+    }
+}
+
+#[test]
+fn on_failure_pods_quit_only_after_success() {
+    for shell in shells() {
+        for (code, quits) in [(0, true), (1, false), (137, false)] {
+            let code_text = code.to_string();
+            let out = Run {
+                shell,
+                restart: "OnFailure",
+                command: &["sh", "-c", EXITS_WITH, "{dir}", &code_text],
+                ..Run::default()
+            }
+            .exits(code)
+            .unwrap();
+            assert_eq!(out.hits.len(), usize::from(quits), "{shell:?} {code}");
+            out.assert_hits_after();
+            out.clean();
+        }
+    }
+}
+
+#[test]
+fn a_missing_program_exits_127_and_still_quits() {
+    for shell in shells() {
+        let out = Run {
+            shell,
+            command: &["/no/such/program", "x"],
+            ..Run::default()
+        }
+        .exits(127)
+        .unwrap();
+        assert_eq!(out.hits.len(), 1);
+        out.clean();
+    }
+}
+
+#[test]
+fn a_failed_quit_request_is_retried() {
+    for shell in shells() {
+        for fetcher in [Fetcher::Curl, Fetcher::BusyboxWget] {
+            let Some(out) = (Run {
+                shell,
+                fetcher,
+                agent: Agent::FailsOnce,
+                command: &["sh", "-c", EXITS_WITH, "{dir}", "0"],
+                ..Run::default()
+            })
+            .exits(0) else {
+                continue;
+            };
+            assert_eq!(out.hits.len(), 2, "{shell:?} {fetcher:?}: {:?}", out.hits);
+            out.assert_hits_after();
+            out.clean();
+        }
+    }
+}
+
+/// An agent already gone (the pod is stopping) or one that accepts and never
+/// answers cannot hold the pod: each try is cut after 2 s (curl -m; a
+/// watchdog for wget, which may lack -T), 5 tries 1 s apart.
+#[rstest]
+fn an_unreachable_agent_cannot_hold_the_pod(
+    #[values(Agent::Gone, Agent::Hangs)] agent: Agent,
+    #[values(Fetcher::Curl, Fetcher::GnuWget, Fetcher::BusyboxWget)] fetcher: Fetcher,
+) {
+    let Some(out) = (Run {
+        fetcher,
+        agent,
+        command: &["sh", "-c", EXITS_WITH, "{dir}", "4"],
+        ..Run::default()
+    })
+    .exits(4) else {
+        eprintln!("note: {fetcher:?} not installed, skipped");
+        return;
+    };
+    let tries = if agent == Agent::Hangs { 5 } else { 0 };
+    assert_eq!(out.hits.len(), tries, "{fetcher:?}: one hit per try");
+    let elapsed = out.elapsed;
+    assert!(
+        elapsed < Duration::from_secs(20),
+        "{fetcher:?}: {elapsed:?}"
+    );
+    assert!(out.stderr.contains("could not POST"), "{}", out.stderr);
+    out.clean();
+}
