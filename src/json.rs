@@ -286,6 +286,11 @@ pub fn string<'a>(node: &Node<'a>) -> Result<Option<Cow<'a, str>>, ShapeError> {
     let expected = || ShapeError("expected a string".into());
     match node {
         Node::Raw(raw) if raw.get() == "null" => Ok(None),
+        // Most strings have no escapes: borrow them without a parser.
+        Node::Raw(raw) if is_plain_string(raw.get()) => {
+            let text: &'a str = raw.get();
+            Ok(Some(Cow::Borrowed(&text[1..text.len() - 1])))
+        }
         Node::Raw(raw) => serde_json::from_str::<Key<'a>>(raw.get())
             .map(|Key(k)| Some(k))
             .map_err(|_| expected()),
@@ -293,6 +298,12 @@ pub fn string<'a>(node: &Node<'a>) -> Result<Option<Cow<'a, str>>, ShapeError> {
         Node::Value(Value::String(s)) => Ok(Some(Cow::Owned(s.clone()))),
         _ => Err(expected()),
     }
+}
+
+/// A raw JSON string with no escapes (raw values are valid JSON, so a
+/// leading quote and no backslash mean its content is the text between).
+fn is_plain_string(raw: &str) -> bool {
+    raw.len() >= 2 && raw.starts_with('"') && !raw.contains('\\')
 }
 
 /// One level of an object: keys (borrowed when they have no escapes) and

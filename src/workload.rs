@@ -125,9 +125,9 @@ pub fn shape(kind: Option<Kind>) -> &'static Shape {
 
 /// `spec.restartPolicy` of a Pod, read without reading the rest.
 pub fn restart_policy<'a>(object: &mut Node<'a>) -> Result<Option<Cow<'a, str>>, String> {
-    let at = Path::root();
-    match member(object, &at, "spec")? {
-        Some((spec, at)) => member_string(spec, &at, "restartPolicy"),
+    let root = Path::Root;
+    match member(object, &root, "spec")? {
+        Some(spec) => member_string(spec, &root.key("spec"), "restartPolicy"),
         None => Ok(None),
     }
 }
@@ -136,30 +136,38 @@ impl<'a> Workload<'a> {
     /// Read the object through the view of its kind. `Ok(None)` when it has
     /// no pod template; an error names the field of the wrong type.
     pub fn read(kind: Kind, object: &mut Node<'a>) -> Result<Option<Workload<'a>>, String> {
-        let root = Path::root();
-        let object_meta = read_meta(object, &root)?;
+        let root = Path::Root;
         let mut workload = Workload {
-            object_meta,
+            object_meta: read_meta(object, &root)?,
             ..Workload::default()
         };
-        let template = match kind {
-            Kind::Pod => {
-                workload.template_meta = workload.object_meta.clone();
-                workload.spec = read_spec(object, &root)?;
-                return Ok(Some(workload));
-            }
-            Kind::Job => path(object, &root, &["spec", "template"])?,
-            Kind::CronJob => match path(object, &root, &["spec", "jobTemplate"])? {
-                Some((job_template, at)) => {
-                    workload.job_template_meta = read_meta(job_template, &at)?;
-                    path(job_template, &at, &["spec", "template"])?
-                }
-                None => None,
-            },
-        };
-        let Some((template, at)) = template else {
+        if kind == Kind::Pod {
+            workload.template_meta = workload.object_meta.clone();
+            workload.spec = read_spec(object, &root)?;
+            return Ok(Some(workload));
+        }
+        let Some(spec) = member(object, &root, "spec")? else {
             return Ok(None);
         };
+        let at_spec = root.key("spec");
+        let (owner, at_owner) = match kind {
+            Kind::CronJob => {
+                let Some(job_template) = member(spec, &at_spec, "jobTemplate")? else {
+                    return Ok(None);
+                };
+                let at = at_spec.key("jobTemplate");
+                workload.job_template_meta = read_meta(job_template, &at)?;
+                match member(job_template, &at, "spec")? {
+                    Some(job_spec) => (job_spec, Path::Key(&at_spec, "jobTemplate.spec")),
+                    None => return Ok(None),
+                }
+            }
+            _ => (spec, at_spec),
+        };
+        let Some(template) = member(owner, &at_owner, "template")? else {
+            return Ok(None);
+        };
+        let at = at_owner.key("template");
         workload.template_meta = read_meta(template, &at)?;
         workload.spec = read_spec(template, &at)?;
         Ok(Some(workload))
@@ -240,31 +248,48 @@ pub fn without_position(e: &serde_json::Error) -> String {
     }
 }
 
-/// A JSON path for messages: `spec.template.spec.containers[1]`.
-#[derive(Clone)]
-struct Path(String);
+/// A JSON path for messages (`spec.template.spec.containers[1]`), built
+/// on the stack and written out only when there is an error to report.
+#[derive(Clone, Copy)]
+enum Path<'p> {
+    Root,
+    Key(&'p Path<'p>, &'p str),
+    Index(&'p Path<'p>, usize),
+}
 
-impl Path {
-    fn root() -> Path {
-        Path(String::new())
+impl<'p> Path<'p> {
+    fn key(&'p self, key: &'p str) -> Path<'p> {
+        Path::Key(self, key)
     }
 
-    fn key(&self, key: &str) -> Path {
-        match self.0.is_empty() {
-            true => Path(key.to_owned()),
-            false => Path(format!("{}.{key}", self.0)),
+    fn index(&'p self, i: usize) -> Path<'p> {
+        Path::Index(self, i)
+    }
+
+    fn write(&self, out: &mut String) {
+        match self {
+            Path::Root => {}
+            Path::Key(parent, key) => {
+                parent.write(out);
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Path::Index(parent, i) => {
+                parent.write(out);
+                out.push_str(&format!("[{i}]"));
+            }
         }
-    }
-
-    fn index(&self, i: usize) -> Path {
-        Path(format!("{}[{i}]", self.0))
     }
 
     fn error(&self, e: ShapeError) -> String {
-        match self.0.is_empty() {
-            true => format!("the object: {e}"),
-            false => format!("{}: {e}", self.0),
+        let mut out = String::new();
+        self.write(&mut out);
+        if out.is_empty() {
+            out.push_str("the object");
         }
+        format!("{out}: {e}")
     }
 }
 
@@ -273,27 +298,8 @@ fn member<'n, 'a>(
     node: &'n mut Node<'a>,
     at: &Path,
     key: &str,
-) -> Result<Option<(&'n mut Node<'a>, Path)>, String> {
-    match node.get_mut(key) {
-        Ok(Some(child)) => Ok(Some((child, at.key(key)))),
-        Ok(None) => Ok(None),
-        Err(e) => Err(at.error(e)),
-    }
-}
-
-fn path<'n, 'a>(
-    node: &'n mut Node<'a>,
-    at: &Path,
-    keys: &[&str],
-) -> Result<Option<(&'n mut Node<'a>, Path)>, String> {
-    let mut current = (node, at.clone());
-    for key in keys {
-        match member(current.0, &current.1, key)? {
-            Some(next) => current = next,
-            None => return Ok(None),
-        }
-    }
-    Ok(Some(current))
+) -> Result<Option<&'n mut Node<'a>>, String> {
+    node.get_mut(key).map_err(|e| at.error(e))
 }
 
 fn member_string<'a>(
@@ -302,7 +308,7 @@ fn member_string<'a>(
     key: &str,
 ) -> Result<Option<Cow<'a, str>>, String> {
     match member(node, at, key)? {
-        Some((child, at)) => json::string(child).map_err(|e| at.error(e)),
+        Some(child) => json::string(child).map_err(|e| at.key(key).error(e)),
         None => Ok(None),
     }
 }
@@ -310,10 +316,12 @@ fn member_string<'a>(
 /// The annotations and labels decisions read, of `owner.metadata`.
 fn read_meta<'a>(owner: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
     let mut meta = Meta::default();
-    let Some((metadata, at)) = member(owner, at, "metadata")? else {
+    let Some(metadata) = member(owner, at, "metadata")? else {
         return Ok(meta);
     };
-    if let Some((annotations, at)) = member(metadata, &at, "annotations")? {
+    let at = at.key("metadata");
+    if let Some(annotations) = member(metadata, &at, "annotations")? {
+        let at = at.key("annotations");
         let mut read = Annotations::default();
         for (key, value) in annotations.members_mut().map_err(|e| at.error(e))? {
             if let Some(field) = read.field(key) {
@@ -322,7 +330,8 @@ fn read_meta<'a>(owner: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
         }
         meta.annotations = Some(read);
     }
-    if let Some((labels, at)) = member(metadata, &at, "labels")? {
+    if let Some(labels) = member(metadata, &at, "labels")? {
+        let at = at.key("labels");
         let mut read = Labels::default();
         for (key, value) in labels.members_mut().map_err(|e| at.error(e))? {
             if key == INJECT {
@@ -336,9 +345,10 @@ fn read_meta<'a>(owner: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
 
 /// `restartPolicy` and the containers of `owner.spec`.
 fn read_spec<'a>(owner: &mut Node<'a>, at: &Path) -> Result<PodSpec<'a>, String> {
-    let Some((spec, at)) = member(owner, at, "spec")? else {
+    let Some(spec) = member(owner, at, "spec")? else {
         return Ok(PodSpec::default());
     };
+    let at = at.key("spec");
     Ok(PodSpec {
         restart_policy: member_string(spec, &at, "restartPolicy")?,
         containers: read_containers(spec, &at, "containers")?,
@@ -351,9 +361,10 @@ fn read_containers<'a>(
     at: &Path,
     key: &str,
 ) -> Result<Option<Vec<Container<'a>>>, String> {
-    let Some((list, at)) = member(spec, at, key)? else {
+    let Some(list) = member(spec, at, key)? else {
         return Ok(None);
     };
+    let at = at.key(key);
     let items = list.items_mut().map_err(|e| at.error(e))?;
     let mut containers = Vec::with_capacity(items.len());
     for (i, item) in items.iter_mut().enumerate() {
