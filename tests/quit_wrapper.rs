@@ -1,7 +1,7 @@
 //! The quitEndpoint wrapper, executed for real: the command comes from the
 //! policy itself (`validate` on a Job request), and runs under dash (as
-//! /bin/sh on Debian) and, where installed, busybox `sh`, against an HTTP
-//! listener on 127.0.0.1 that stands in for pilot-agent.
+//! /bin/sh on Debian) and, where installed, busybox `sh` and bash as `sh`,
+//! against an HTTP listener on 127.0.0.1 that stands in for pilot-agent.
 //!
 //! Every program writes `done` into its work directory right before it
 //! exits; the listener notes whether that file existed when the quit request
@@ -15,6 +15,7 @@ use rstest::rstest;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -84,6 +85,8 @@ fn busybox() -> Option<PathBuf> {
 enum Shell {
     Dash,
     Busybox,
+    /// bash invoked as `sh` (POSIX mode): /bin/sh of Fedora, UBI, CentOS.
+    Bash,
 }
 
 /// The shells to run with: dash always, busybox where installed.
@@ -91,6 +94,10 @@ fn shells() -> Vec<Shell> {
     let mut shells = vec![Shell::Dash];
     if busybox().is_some() {
         shells.push(Shell::Busybox);
+    }
+    match find("bash") {
+        Some(_) => shells.push(Shell::Bash),
+        None => eprintln!("note: bash not installed, its variants are skipped"),
     }
     shells
 }
@@ -112,8 +119,13 @@ fn bin_dir(dir: &Path, shell: Shell, fetcher: Fetcher) -> Option<PathBuf> {
         std::os::unix::fs::symlink(target, bin.join(name)).unwrap();
     };
     match shell {
-        Shell::Dash => {
-            link(dash(), "sh");
+        Shell::Dash | Shell::Bash => {
+            let sh = if shell == Shell::Dash {
+                dash()
+            } else {
+                find("bash")?
+            };
+            link(sh, "sh");
             link(find("cat").expect("cat"), "cat");
             link(find("sleep").expect("sleep"), "sleep");
         }
@@ -335,6 +347,11 @@ impl Run<'_> {
             Shell::Busybox => {
                 let mut c = Command::new(busybox()?);
                 c.arg("sh");
+                c
+            }
+            Shell::Bash => {
+                let mut c = Command::new(find("bash")?);
+                c.arg0("sh");
                 c
             }
         };
@@ -699,7 +716,7 @@ fn an_unreachable_agent_cannot_hold_the_pod(
     assert_eq!(out.hits.len(), tries, "{fetcher:?}: one hit per try");
     let elapsed = out.elapsed;
     assert!(
-        elapsed < Duration::from_secs(20),
+        elapsed < Duration::from_secs(25),
         "{fetcher:?}: {elapsed:?}"
     );
     assert!(out.stderr.contains("could not POST"), "{}", out.stderr);
