@@ -14,7 +14,7 @@ use crate::workload::{self, Kind, Workload};
 pub fn evaluate(payload: &[u8]) -> Vec<u8> {
     match answer(payload) {
         Answer::Accept(warnings) => response::accept(&warnings),
-        Answer::Mutate(object, warnings) => response::mutate(&object, &warnings),
+        Answer::Mutate(object, warnings) => response::mutate(&object, &warnings, payload.len()),
     }
 }
 
@@ -100,9 +100,74 @@ pub fn answer(payload: &[u8]) -> Answer<'_> {
 }
 
 fn read_settings(raw: Option<&serde_json::value::RawValue>) -> Result<Settings, String> {
-    match raw.map(|r| r.get().trim()) {
-        // The common case costs nothing.
-        None | Some("null") | Some("{}") => Ok(Settings::default()),
-        Some(text) => Settings::from_json_str(text),
+    let text = match raw.map(|r| r.get()) {
+        None | Some("null") | Some("{}") => return Ok(Settings::default()),
+        Some(text) => text,
+    };
+    // policy-server sends the same settings with every request to the same
+    // instance: they are parsed once, then recognised by their text.
+    LAST_SETTINGS.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((seen, settings)) = last.as_ref() {
+            if seen == text {
+                return Ok(settings.clone());
+            }
+        }
+        let settings = Settings::from_json_str(text)?;
+        *last = Some((text.to_owned(), settings.clone()));
+        Ok(settings)
+    })
+}
+
+thread_local! {
+    static LAST_SETTINGS: std::cell::RefCell<Option<(String, Settings)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn mutated_annotations(settings: serde_json::Value) -> serde_json::Value {
+        let payload = json!({
+            "request": {
+                "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+                "operation": "CREATE",
+                "object": {"spec": {"template": {"spec": {"containers": [{"name": "a"}]}}}}
+            },
+            "settings": settings
+        });
+        let out: serde_json::Value =
+            serde_json::from_slice(&evaluate(&serde_json::to_vec(&payload).unwrap())).unwrap();
+        out["mutated_object"]["spec"]["template"]["metadata"]["annotations"].clone()
+    }
+
+    /// The settings cache is keyed by the settings' text: a new text is read anew.
+    #[test]
+    fn settings_are_read_anew_when_they_change() {
+        let exit = json!({"proxy.istio.io/config": "exitOnJobCompletion: true"});
+        let native = json!({"sidecar.istio.io/nativeSidecar": "true"});
+        for _ in 0..2 {
+            assert_eq!(
+                mutated_annotations(json!({"mode": "exitOnJobCompletion"})),
+                exit
+            );
+            assert_eq!(
+                mutated_annotations(json!({"mode": "nativeSidecar"})),
+                native
+            );
+            assert_eq!(mutated_annotations(json!({})), native);
+        }
+        let invalid: serde_json::Value = serde_json::from_slice(&evaluate(
+            br#"{"request": {"kind": {"group": "batch", "kind": "Job"}, "operation": "CREATE",
+                 "object": {"spec": {"template": {}}}}, "settings": {"mode": "x"}}"#,
+        ))
+        .unwrap();
+        assert_eq!(invalid["mutated_object"], serde_json::Value::Null);
+        assert!(invalid["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("invalid settings"));
     }
 }

@@ -22,15 +22,17 @@ struct ValidationResponse<'r, 'a> {
 
 /// Accept unchanged.
 pub fn accept(warnings: &[String]) -> Vec<u8> {
-    write(None, warnings)
+    write(None, warnings, 0)
 }
 
 /// Accept with `object` as the mutated object.
-pub fn mutate(object: &Node, warnings: &[String]) -> Vec<u8> {
-    write(Some(object), warnings)
+/// Accept with `object` as the mutated object; `size_hint` is about the
+/// size of the object as JSON.
+pub fn mutate(object: &Node, warnings: &[String], size_hint: usize) -> Vec<u8> {
+    write(Some(object), warnings, size_hint)
 }
 
-fn write(object: Option<&Node>, warnings: &[String]) -> Vec<u8> {
+fn write(object: Option<&Node>, warnings: &[String], size_hint: usize) -> Vec<u8> {
     let response = |mutated_object, warnings: &[String]| ValidationResponse {
         accepted: true,
         message: None,
@@ -39,7 +41,10 @@ fn write(object: Option<&Node>, warnings: &[String]) -> Vec<u8> {
         audit_annotations: None,
         warnings: (!warnings.is_empty()).then(|| warnings.iter().map(|w| warning(w)).collect()),
     };
-    serde_json::to_vec(&response(object, warnings)).unwrap_or_else(|e| {
+    // One allocation for the answer: it is about the size of the request.
+    let mut out = Vec::with_capacity(size_hint + 256);
+    let written = serde_json::to_writer(&mut out, &response(object, warnings));
+    written.map(|()| out).unwrap_or_else(|e| {
         // Only reachable if the object cannot be written back: answer
         // unchanged rather than trap.
         let why = [format!("left unchanged: {e}")];
@@ -83,7 +88,7 @@ mod tests {
     fn mutate_matches_the_sdk() {
         let object = json!({"kind": "Pod", "metadata": {"name": "p"}});
         let ours: serde_json::Value =
-            serde_json::from_slice(&mutate(&Node::Value(object.clone()), &[])).unwrap();
+            serde_json::from_slice(&mutate(&Node::Value(object.clone()), &[], 0)).unwrap();
         let sdk: serde_json::Value =
             serde_json::from_slice(&kubewarden_policy_sdk::mutate_request(object).unwrap())
                 .unwrap();

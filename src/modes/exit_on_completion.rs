@@ -39,9 +39,38 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
 /// The config with `exitOnJobCompletion: true` added, written in the form the
 /// user chose; `Ok(None)` when the key is already there (the user's word
 /// stands); `Err` when the text is not a mapping or cannot be extended in
-/// place. Every result is re-read and checked to be the same mapping plus
-/// the key, so a text edit can never change what was there.
+/// place.
+///
+/// A YAML parser costs several times the rest of a request, so the forms
+/// users write (JSON, and block mappings of plain `key: value` lines) are
+/// recognised by a strict grammar in which the edit is correct by
+/// construction; anything else goes through `merge_verified`.
 pub fn merge(text: &str) -> Result<Option<String>, String> {
+    if let Some(keys) = json_object_keys(text) {
+        if keys.contains(&KEY) {
+            return Ok(None);
+        }
+        // The text is one JSON object: its last `}` closes it.
+        if let Some(close) = text.rfind('}') {
+            let (head, tail) = text.split_at(close);
+            let sep = if keys.is_empty() { "" } else { ", " };
+            return Ok(Some(format!("{head}{sep}\"{KEY}\": true{tail}")));
+        }
+    }
+    if let Some(block) = simple_block_mapping(text) {
+        if block.top_keys.contains(&KEY) {
+            return Ok(None);
+        }
+        let indent = &text[block.first_line..block.first_line + block.indent];
+        return Ok(Some(join_line(text, &format!("{indent}{KEY}: true"))));
+    }
+    merge_verified(text)
+}
+
+/// `merge` through a YAML parser: every result is re-read and checked to be
+/// the same mapping plus the key, so a text edit can never change what was
+/// there.
+pub fn merge_verified(text: &str) -> Result<Option<String>, String> {
     let original = read_mapping(text)?;
     if original.contains_key(KEY) {
         return Ok(None);
@@ -66,6 +95,142 @@ pub fn merge(text: &str) -> Result<Option<String>, String> {
         Ok(reread) if reread == expected => Ok(Some(candidate)),
         _ => Err("its form cannot be extended safely; add the key by hand".into()),
     }
+}
+
+/// The keys of `text` when it is exactly one JSON object with distinct keys
+/// (JSON is YAML, so any YAML reader sees the same mapping).
+fn json_object_keys(text: &str) -> Option<Vec<&str>> {
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let raw: &serde_json::value::RawValue = serde_json::from_str(text).ok()?;
+    let mut node = Node::raw(raw);
+    let members = node.members_mut().ok()?;
+    let mut keys = Vec::with_capacity(members.len());
+    for (key, _) in members.iter() {
+        // A key with escapes is not compared here: leave it to the parser.
+        let std::borrow::Cow::Borrowed(key) = key else {
+            return None;
+        };
+        if keys.contains(key) {
+            return None;
+        }
+        keys.push(*key);
+    }
+    Some(keys)
+}
+
+/// A block mapping in the plain subset of YAML the recogniser accepts.
+#[derive(Debug, PartialEq, Eq)]
+struct Block<'t> {
+    /// Byte offset of the first content line, and its indentation.
+    first_line: usize,
+    indent: usize,
+    top_keys: Vec<&'t str>,
+}
+
+/// Recognise a block mapping made only of lines `key:` (opening a nested
+/// mapping or holding null) and `key: scalar`, with plain keys, one-line
+/// scalars (plain, or quoted without escapes) and comments. In such a text
+/// every line is complete, so a line `key: true` appended at the top-level
+/// indentation adds exactly that key. `None` for anything else (sequences,
+/// flow collections, block or multi-line scalars, anchors, tags, documents
+/// markers, tabs, duplicate keys...): the YAML parser then decides.
+fn simple_block_mapping(text: &str) -> Option<Block<'_>> {
+    // Indentation of each open mapping, and the keys seen at that level.
+    let mut levels: Vec<(usize, Vec<&str>)> = Vec::new();
+    let mut may_open = false;
+    let mut first_line = None;
+    let mut offset = 0;
+    if text.bytes().any(|b| b == b'\t' || b == b'\r') {
+        return None;
+    }
+    for line in text.split('\n') {
+        let start = offset;
+        offset += line.len() + 1;
+        let content = line.trim_start_matches(' ');
+        if content.is_empty() || content.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - content.len();
+        match levels.last() {
+            None => first_line = Some(start),
+            Some(&(last, _)) if may_open && indent > last => {}
+            Some(&(last, _)) if indent > last => return None,
+            Some(_) => {
+                while levels.last().is_some_and(|(i, _)| *i > indent) {
+                    if levels.len() == 1 {
+                        // Less indented than the mapping itself.
+                        return None;
+                    }
+                    levels.pop();
+                }
+                if levels.last().is_some_and(|(i, _)| *i != indent) {
+                    return None;
+                }
+            }
+        }
+        if levels.last().is_none_or(|(i, _)| *i < indent) {
+            levels.push((indent, Vec::new()));
+        }
+        let (key, value) = content.split_once(':')?;
+        if !plain_key(key) || !(value.is_empty() || value.starts_with(' ')) {
+            return None;
+        }
+        let keys = &mut levels.last_mut()?.1;
+        if keys.contains(&key) {
+            return None;
+        }
+        keys.push(key);
+        let value = match value.find(" #") {
+            Some(comment) => &value[..comment],
+            None => value,
+        }
+        .trim();
+        may_open = value.is_empty();
+        if !may_open && !one_line_scalar(value) {
+            return None;
+        }
+    }
+    let (indent, top_keys) = levels.into_iter().next()?;
+    Some(Block {
+        first_line: first_line?,
+        indent,
+        top_keys,
+    })
+}
+
+fn plain_key(key: &str) -> bool {
+    let b = key.as_bytes();
+    b.first()
+        .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'/'))
+}
+
+/// A scalar that ends on its line: quoted without escapes or inner quotes,
+/// or plain without indicators that could open anything.
+fn one_line_scalar(value: &str) -> bool {
+    let b = value.as_bytes();
+    let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
+        return false;
+    };
+    if first == b'"' || first == b'\'' {
+        return b.len() >= 2
+            && last == first
+            && !b[1..b.len() - 1].iter().any(|c| *c == first || *c == b'\\');
+    }
+    let starts_plain = first.is_ascii_alphanumeric()
+        || matches!(first, b'_' | b'.' | b'/' | b'+')
+        || !first.is_ascii()
+        || (first == b'-' && b.get(1).is_some_and(u8::is_ascii_digit));
+    starts_plain
+        && last != b':'
+        && b.iter().enumerate().all(|(i, c)| match c {
+            b'[' | b']' | b'{' | b'}' | b'#' | b'"' | b'\'' => false,
+            b':' => b.get(i + 1) != Some(&b' '),
+            _ => true,
+        })
 }
 
 fn read_mapping(text: &str) -> Result<Mapping, String> {
@@ -164,6 +329,38 @@ mod tests {
     )]
     fn merges_in_the_users_form(#[case] text: &str, #[case] expected: &str) {
         assert_eq!(merge(text), Ok(Some(expected.to_owned())));
+    }
+
+    /// Texts the fast paths accept merge exactly as the YAML-verified path
+    /// does; texts they refuse still merge correctly through it.
+    #[rstest]
+    #[case::block("holdApplicationUntilProxyStarts: true", true)]
+    #[case::nested("a: 1\nb:\n  c: x\n  d:\n    e: 'q'\nf: \"s\" # note\n", true)]
+    #[case::null_value("a:\nb: 2\n", true)]
+    #[case::indented("  a: 1\n  b:\n    c: 2\n", true)]
+    #[case::comments("# top\na: 1 # one\n  # odd comment\nb: -2\n", true)]
+    #[case::json("{\"a\": {\"b\": [1, \"}\"]}, \"c\": null}", true)]
+    #[case::json_empty(" {} ", true)]
+    #[case::key_present("a: 1\nexitOnJobCompletion: false", true)]
+    #[case::flow_yaml("{a: 1}", false)]
+    #[case::sequence_value("a:\n- 1\n- 2\n", false)]
+    #[case::block_scalar("a: |\n  text\nb: 1\n", false)]
+    #[case::continuation("a: one\n  two\n", false)]
+    #[case::dedent_below_top("  a: 1\nb: 2\n", false)]
+    #[case::document_marker("---\na: 1\n", false)]
+    #[case::quoted_key("\"a\": 1\n", false)]
+    #[case::anchor("a: &x 1\nb: *x\n", false)]
+    #[case::tab("a:\t1\n", false)]
+    #[case::crlf("a: 1\r\nb: 2\r\n", false)]
+    #[case::colon_value("a: b: c\n", false)]
+    #[case::json_duplicate("{\"a\": 1, \"a\": 2}", false)]
+    #[case::lone_quote("a: \"\n", false)]
+    #[case::lone_single_quote("a: '\n", false)]
+    #[case::json_escaped_key("{\"\\u0061\": 1}", false)]
+    fn fast_paths_agree_with_the_parser(#[case] text: &str, #[case] fast: bool) {
+        let recognised = json_object_keys(text).is_some() || simple_block_mapping(text).is_some();
+        assert_eq!(recognised, fast, "{text:?}");
+        assert_eq!(merge(text), merge_verified(text), "{text:?}");
     }
 
     #[rstest]
