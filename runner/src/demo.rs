@@ -50,7 +50,7 @@ pub fn run(policy: &Policy, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "\n=== {} ===", sample.title).map_err(io)?;
         writeln!(out, "{}", sample.what).map_err(io)?;
         writeln!(out, "  as submitted:").map_err(io)?;
-        for (label, value) in template_facts(&request["object"]) {
+        for (label, value) in template_facts(&request["object"], false) {
             writeln!(out, "    {label}: {value}").map_err(io)?;
         }
         for mode in MODES {

@@ -94,9 +94,10 @@ pub fn summary(evaluation: &Evaluation) -> String {
 }
 
 /// The fields of a pod template a reader of this policy cares about, as
-/// (label, value) lines: Istio annotations, init containers (with their
-/// restartPolicy), containers, and each container's command.
-pub fn template_facts(object: &Value) -> Vec<(String, String)> {
+/// (label, value) lines: annotations (only Istio's unless `all_annotations`),
+/// init containers (with their restartPolicy), containers, and each
+/// container's command.
+pub fn template_facts(object: &Value, all_annotations: bool) -> Vec<(String, String)> {
     let mut facts = Vec::new();
     let pointer = pod_template_pointer(object).unwrap_or("");
     let Some(template) = object.pointer(pointer) else {
@@ -107,7 +108,8 @@ pub fn template_facts(object: &Value) -> Vec<(String, String)> {
         .and_then(Value::as_object)
     {
         for (key, value) in annotations {
-            if key.starts_with("sidecar.istio.io/") || key.starts_with("proxy.istio.io/") {
+            let istio = key.starts_with("sidecar.istio.io/") || key.starts_with("proxy.istio.io/");
+            if all_annotations || istio {
                 let text = value
                     .as_str()
                     .map_or_else(|| value.to_string(), str::to_owned);
@@ -137,13 +139,13 @@ pub fn template_facts(object: &Value) -> Vec<(String, String)> {
             let mut command: Vec<String> = Vec::new();
             for key in ["command", "args"] {
                 if let Some(parts) = c.get(key).and_then(Value::as_array) {
-                    command.extend(parts.iter().map(|p| p.as_str().unwrap_or("?").to_owned()));
+                    command.extend(parts.iter().map(|p| short_arg(p.as_str().unwrap_or("?"))));
                 }
             }
             if !command.is_empty() {
                 facts.push((
                     format!("{name} command"),
-                    compact_str(&command.join(" "), 90),
+                    compact_str(&command.join(" "), 150),
                 ));
             }
         }
@@ -153,8 +155,8 @@ pub fn template_facts(object: &Value) -> Vec<(String, String)> {
 
 /// Lines "label: before -> after" for every fact that changed (or appeared).
 pub fn changed_facts(before: &Value, after: &Value) -> Vec<String> {
-    let old = template_facts(before);
-    let new = template_facts(after);
+    let old = template_facts(before, true);
+    let new = template_facts(after, true);
     let lookup = |facts: &[(String, String)], label: &str| {
         facts
             .iter()
@@ -201,7 +203,22 @@ fn preview(value: &Value, max: usize) -> String {
                 format!("{}, +{rest} more fields}}", head.trim_end_matches('}'))
             }
         }
-        _ => compact_str(&value.to_string(), max),
+        Some(_) => compact_str(&value.to_string(), max),
+        None => match value.as_str() {
+            Some(text) if text.contains('\n') => short_arg(text),
+            _ => compact_str(&value.to_string(), max),
+        },
+    }
+}
+
+/// An argument as a reader wants it on one line: a multi-line script is
+/// shown as `<script: N lines>`.
+fn short_arg(text: &str) -> String {
+    let lines = text.lines().count();
+    if lines > 1 {
+        format!("<script: {lines} lines>")
+    } else {
+        text.to_owned()
     }
 }
 
@@ -241,5 +258,7 @@ mod tests {
     fn long_values_are_cut() {
         assert_eq!(compact_str("a  b\n c", 10), "a b c");
         assert_eq!(compact_str("abcdef", 3), "abc...");
+        assert_eq!(short_arg("set -e\nrun"), "<script: 2 lines>");
+        assert_eq!(preview(&json!("a\nb\nc"), 10), "<script: 3 lines>");
     }
 }
