@@ -722,3 +722,31 @@ fn an_unreachable_agent_cannot_hold_the_pod(
     assert!(out.stderr.contains("could not POST"), "{}", out.stderr);
     out.clean();
 }
+
+/// Lint the script the policy embeds, where shellcheck is installed.
+#[test]
+fn the_script_passes_shellcheck() {
+    let Some(shellcheck) = find("shellcheck") else {
+        eprintln!("note: shellcheck not installed, skipped");
+        return;
+    };
+    let argv = wrapped_argv(&["true"], None, "Never", "http://127.0.0.1:1/q");
+    let mut child = Command::new(shellcheck)
+        .args(["--shell=sh", "--severity=warning", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(argv[2].as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
