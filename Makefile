@@ -4,7 +4,7 @@ CRATE       := istio_job_sidecar_policy
 RELEASE_DIR := target/$(WASM_TARGET)/release
 VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 OCI_REPOSITORY ?= ghcr.io/example/policies/istio-job-sidecar
-SOURCES     := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
+SOURCES     := $(shell find src -name '*.rs' -o -name '*.sh') Cargo.toml Cargo.lock
 
 .PHONY: all test unit-tests wasm-tests e2e-tests fmt lint clean demo bench floors runner
 
