@@ -409,7 +409,8 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
     .map_err(io)?;
     writeln!(
         out,
-        "times are per `validate` call through waPC, in microseconds\n"
+        "times are per `validate` call through waPC, in microseconds; \
+         ratio = policy median / floor (b) median\n"
     )
     .map_err(io)?;
     writeln!(out, "module sizes:").map_err(io)?;
@@ -432,7 +433,7 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
 
     writeln!(
         out,
-        "{:<34} {:>9} {:<22} {:>17} {:>17} {:>17} {:>7} {:>7}",
+        "{:<34} {:>9} {:<16} {:>15} {:>15} {:>13} {:>6} {:>11} {:>6}",
         "case",
         "req bytes",
         "policy did",
@@ -440,6 +441,7 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
         "floor b med/p99",
         "floor a med/p99",
         "ratio",
+        "per round",
         "target"
     )
     .map_err(io)?;
@@ -459,18 +461,30 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
             warm_up(&m.policy, &payload)?;
         }
         let mut samples: [Vec<Duration>; 3] = Default::default();
+        // The policy/floor (b) ratio of each round alone: their spread says
+        // how much the machine moved during the measurement.
+        let mut round_ratios = Vec::new();
         for _ in 0..rounds {
-            for (m, s) in modules.iter().zip(samples.iter_mut()) {
-                sample(&m.policy, &payload, per_round, s)?;
+            let mut round: [Vec<Duration>; 3] = Default::default();
+            for (m, r) in modules.iter().zip(round.iter_mut()) {
+                sample(&m.policy, &payload, per_round, r)?;
+            }
+            let [p, b, _] = &mut round;
+            round_ratios
+                .push(stats(p).median.as_secs_f64() / stats(b).median.as_secs_f64().max(1e-12));
+            for (all, r) in samples.iter_mut().zip(round) {
+                all.extend(r);
             }
         }
         let [p, b, a] = samples.map(|mut s| stats(&mut s));
         let ratio = p.median.as_secs_f64() / b.median.as_secs_f64().max(1e-12);
+        let low = round_ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = round_ratios.iter().copied().fold(0.0, f64::max);
         let target = case.route.target();
         let mark = if ratio <= target { "ok" } else { "OVER" };
         writeln!(
             out,
-            "{:<34} {:>9} {:<22} {:>17} {:>17} {:>17} {:>6.2}x {:>4.1}x {mark}",
+            "{:<34} {:>9} {:<16} {:>15} {:>15} {:>13} {:>5.2}x {:>11} {:>5.1}x {mark}",
             case.name,
             payload.len(),
             did,
@@ -478,6 +492,7 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
             format!("{}/{}", micros(b.median), micros(b.p99)),
             format!("{}/{}", micros(a.median), micros(a.p99)),
             ratio,
+            format!("{low:.2}-{high:.2}x"),
             target,
         )
         .map_err(io)?;
