@@ -35,6 +35,30 @@ const REQUIRED_ANNOTATIONS: [&str; 13] = [
     "io.kubewarden.policy.category",
 ];
 
+/// The fields of a ClusterAdmissionPolicy `spec` that kwctl reads a manifest
+/// with (kubewarden-policy-sdk 0.17 `crd::policies::ClusterAdmissionPolicySpec`,
+/// `#[serde(deny_unknown_fields)]`): `kwctl run examples/<file>.yaml` refuses
+/// a manifest with any other.
+const CAP_SPEC_FIELDS: [&str; 17] = [
+    "backgroundAudit",
+    "contextAwareResources",
+    "failurePolicy",
+    "matchConditions",
+    "matchPolicy",
+    "message",
+    "mode",
+    "module",
+    "mutating",
+    "namespaceSelector",
+    "objectSelector",
+    "policyServer",
+    "rules",
+    "settings",
+    "sideEffects",
+    "timeoutEvalSeconds",
+    "timeoutSeconds",
+];
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -246,6 +270,15 @@ fn examples_match_metadata_and_settings() {
             );
             assert_eq!(doc["kind"], json!("ClusterAdmissionPolicy"), "{at}");
             let spec = &doc["spec"];
+            let fields = spec
+                .as_object()
+                .unwrap_or_else(|| panic!("{at}: spec is not a mapping"));
+            for key in fields.keys() {
+                assert!(
+                    CAP_SPEC_FIELDS.contains(&key.as_str()),
+                    "{at}: spec.{key} is not a ClusterAdmissionPolicy field kwctl knows"
+                );
+            }
 
             assert_eq!(spec["rules"], meta["rules"], "{at}: rules vs metadata.yml");
             assert_eq!(spec["mutating"], json!(true), "{at}: mutating");
