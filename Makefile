@@ -44,19 +44,19 @@ clean:
 # Push elsewhere with `make push OCI_REPOSITORY=localhost:5000/istio-job-sidecar`;
 # an http (insecure) registry needs KWCTL_FLAGS="--sources-path sources.yml".
 KWCTL_FLAGS ?=
-KWCTL_CHECK = @command -v kwctl >/dev/null 2>&1 || { echo "kwctl not found on PATH: $@ needs it (https://docs.kubewarden.io/howtos/install-kwctl)" >&2; exit 1; }
+.PHONY: push artifacthub kwctl-check
 
-.PHONY: push artifacthub
+# Listed first among the prerequisites, so it runs before anything is built.
+kwctl-check:
+	@command -v kwctl >/dev/null 2>&1 || { echo "kwctl not found on PATH: $(MAKECMDGOALS) needs it (https://docs.kubewarden.io/howtos/install-kwctl)" >&2; exit 1; }
 
-push: annotated-policy.wasm
-	$(KWCTL_CHECK)
+push: kwctl-check annotated-policy.wasm
 	kwctl push $(KWCTL_FLAGS) annotated-policy.wasm registry://$(OCI_REPOSITORY):v$(VERSION)
 
 # Regenerates artifacthub-pkg.yml from metadata.yml and questions-ui.yml.
 # kwctl >= 1.2x reads the version from io.kubewarden.policy.version and only
 # warns that --version is deprecated; older kwctl requires it.
-artifacthub: metadata.yml questions-ui.yml
-	$(KWCTL_CHECK)
+artifacthub: kwctl-check metadata.yml questions-ui.yml
 	kwctl scaffold artifacthub --metadata-path metadata.yml --version $(VERSION) \
 		--questions-path questions-ui.yml > artifacthub-pkg.yml.tmp
 	mv artifacthub-pkg.yml.tmp artifacthub-pkg.yml
