@@ -4,54 +4,14 @@
 //! `UPDATE_GOLDEN=1 cargo test -p policy-runner --test wasm_cases` rewrites
 //! each `expected.json` from what the module actually does; review the diff.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
-use policy_runner::{load_request, workspace_root, Evaluation, Policy};
+use common::built_module;
+use policy_runner::{load_request, workspace_root, Evaluation};
 use serde_json::{json, Value};
-
-fn mtime(path: &Path) -> SystemTime {
-    fs::metadata(path)
-        .and_then(|m| m.modified())
-        .unwrap_or_else(|e| panic!("cannot stat {}: {e}", path.display()))
-}
-
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let entries =
-        fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
-    for entry in entries {
-        let path = entry.expect("directory entry").path();
-        if path.is_dir() {
-            files_under(&path, out);
-        } else {
-            out.push(path);
-        }
-    }
-}
-
-/// `policy.wasm`, checked to be newer than every source it is built from.
-fn built_module() -> Policy {
-    let root = workspace_root();
-    let wasm = root.join("policy.wasm");
-    assert!(
-        wasm.is_file(),
-        "{} is missing: run `make policy.wasm` (or `make wasm-tests`) first",
-        wasm.display()
-    );
-    let built = mtime(&wasm);
-    let mut sources = vec![root.join("Cargo.toml")];
-    files_under(&root.join("src"), &mut sources);
-    for source in &sources {
-        assert!(
-            mtime(source) <= built,
-            "{} is older than {}: run `make policy.wasm` (or `make wasm-tests`)",
-            wasm.display(),
-            source.display()
-        );
-    }
-    Policy::load(&wasm).unwrap_or_else(|e| panic!("{}: {e}", wasm.display()))
-}
 
 fn read_json(path: &Path) -> Value {
     let text =
