@@ -3,13 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use wapc::WapcHost;
-use wasmtime_provider::wasmtime::Engine;
-use wasmtime_provider::WasmtimeEngineProviderBuilder;
+use wasmtime_provider::wasmtime::{Config, Engine};
+use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder};
 
 use crate::admission::Evaluation;
 use crate::error::{Error, Result};
@@ -94,13 +95,20 @@ impl Policy {
         Policy::from_bytes(&bytes, None)
     }
 
-    /// Instantiates a module; `engine` lets the caller choose the wasmtime
-    /// configuration (the benchmark uses it to observe linear memory).
+    /// Instantiates a module on the process-wide engine (with policy-server's
+    /// timeout), or on `engine` when the caller needs another configuration
+    /// (the benchmark uses it to observe linear memory; no timeout then).
     pub fn from_bytes(bytes: &[u8], engine: Option<Engine>) -> Result<Policy> {
-        let mut builder = WasmtimeEngineProviderBuilder::new().module_bytes(bytes);
-        if let Some(engine) = engine {
-            builder = builder.engine(engine);
-        }
+        let builder = WasmtimeEngineProviderBuilder::new().module_bytes(bytes);
+        let builder = match engine {
+            Some(engine) => builder.engine(engine),
+            None => builder
+                .engine(shared_engine()?)
+                .enable_epoch_interruptions(EpochDeadlines {
+                    wapc_init: DEADLINE_TICKS,
+                    wapc_func: DEADLINE_TICKS,
+                }),
+        };
         trap_cause::install();
         let provider = builder.build().map_err(|e| Error::Load(e.to_string()))?;
         let logs: LogSink = Arc::default();
@@ -177,6 +185,38 @@ impl Policy {
     pub fn take_logs(&self) -> Vec<GuestLog> {
         std::mem::take(&mut *self.logs.lock().unwrap_or_else(PoisonError::into_inner))
     }
+}
+
+/// How often the shared engine's epoch advances, and after how many ticks a
+/// guest call is interrupted: 2 s, policy-server's default policy timeout,
+/// so a module that loops fails the call instead of hanging tests and CI.
+const TICK: Duration = Duration::from_millis(100);
+const DEADLINE_TICKS: u64 = 20;
+
+/// One engine per process, as policy-server has, with epoch interruption on
+/// and a thread that advances the epoch.
+fn shared_engine() -> Result<Engine> {
+    static ENGINE: OnceLock<std::result::Result<Engine, String>> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            let mut config = Config::new();
+            config.epoch_interruption(true);
+            let engine = Engine::new(&config).map_err(|e| e.to_string())?;
+            let weak = engine.weak();
+            std::thread::Builder::new()
+                .name("epoch-ticker".into())
+                .spawn(move || {
+                    while let Some(engine) = weak.upgrade() {
+                        engine.increment_epoch();
+                        drop(engine);
+                        std::thread::sleep(TICK);
+                    }
+                })
+                .map_err(|e| format!("cannot start the epoch ticker: {e}"))?;
+            Ok(engine)
+        })
+        .clone()
+        .map_err(Error::Load)
 }
 
 /// The `validate` payload policy-server builds.

@@ -132,3 +132,12 @@ fn a_module_that_does_not_compile_is_a_load_error() {
         other => panic!("expected a load error, got {other:?}"),
     }
 }
+
+#[test]
+fn a_guest_that_loops_is_interrupted_like_policy_server_does() {
+    let policy = guest("(loop $forever (br $forever)) (i32.const 0)", &[]);
+    let started = std::time::Instant::now();
+    let err = policy.call("validate", b"{}").expect_err("interrupted");
+    assert!(err.to_string().contains("deadline exceeded"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
