@@ -11,6 +11,7 @@ use crate::json::{Node, ShapeError};
 use crate::request::ANNOTATION_PROXY_CONFIG;
 use crate::workload::{annotations_mut, template_mut};
 use serde_yaml::{Mapping, Value};
+use std::collections::BTreeSet;
 
 pub const KEY: &str = "exitOnJobCompletion";
 
@@ -99,23 +100,23 @@ pub fn merge_verified(text: &str) -> Result<Option<String>, String> {
 
 /// The keys of `text` when it is exactly one JSON object with distinct keys
 /// (JSON is YAML, so any YAML reader sees the same mapping).
-fn json_object_keys(text: &str) -> Option<Vec<&str>> {
+fn json_object_keys(text: &str) -> Option<BTreeSet<&str>> {
     if !text.trim_start().starts_with('{') {
         return None;
     }
     let raw: &serde_json::value::RawValue = serde_json::from_str(text).ok()?;
     let mut node = Node::raw(raw);
     let members = node.members_mut().ok()?;
-    let mut keys = Vec::with_capacity(members.len());
+    // A set, not a list: a list's `contains` made 30,000 keys cost seconds.
+    let mut keys = BTreeSet::new();
     for (key, _) in members.iter() {
         // A key with escapes is not compared here: leave it to the parser.
         let std::borrow::Cow::Borrowed(key) = key else {
             return None;
         };
-        if keys.contains(key) {
+        if !keys.insert(*key) {
             return None;
         }
-        keys.push(*key);
     }
     Some(keys)
 }
@@ -126,7 +127,7 @@ struct Block<'t> {
     /// Byte offset of the first content line, and its indentation.
     first_line: usize,
     indent: usize,
-    top_keys: Vec<&'t str>,
+    top_keys: BTreeSet<&'t str>,
 }
 
 /// Recognise a block mapping made only of lines `key:` (opening a nested
@@ -138,7 +139,7 @@ struct Block<'t> {
 /// markers, tabs, duplicate keys...): the YAML parser then decides.
 fn simple_block_mapping(text: &str) -> Option<Block<'_>> {
     // Indentation of each open mapping, and the keys seen at that level.
-    let mut levels: Vec<(usize, Vec<&str>)> = Vec::new();
+    let mut levels: Vec<(usize, BTreeSet<&str>)> = Vec::new();
     let mut may_open = false;
     let mut first_line = None;
     let mut offset = 0;
@@ -171,17 +172,16 @@ fn simple_block_mapping(text: &str) -> Option<Block<'_>> {
             }
         }
         if levels.last().is_none_or(|(i, _)| *i < indent) {
-            levels.push((indent, Vec::new()));
+            levels.push((indent, BTreeSet::new()));
         }
         let (key, value) = content.split_once(':')?;
         if !plain_key(key) || !(value.is_empty() || value.starts_with(' ')) {
             return None;
         }
         let keys = &mut levels.last_mut()?.1;
-        if keys.contains(&key) {
+        if !keys.insert(key) {
             return None;
         }
-        keys.push(key);
         let value = match value.find(" #") {
             Some(comment) => &value[..comment],
             None => value,
@@ -381,5 +381,29 @@ mod tests {
     fn unusable_configs_are_errors(#[case] text: &str, #[case] why: &str) {
         let err = merge(text).unwrap_err();
         assert!(err.starts_with(why), "{err:?}");
+    }
+    /// Regression (issue 4, runner/tests/hostile.rs): the duplicate-key
+    /// checks of the two recognisers were list scans, so a 1 MiB config of
+    /// 32,768 keys took 0.8 s natively and over policy-server's 2 s deadline
+    /// in wasm. The bound is generous (debug build, loaded machine); the
+    /// quadratic version needs about a minute here.
+    #[test]
+    fn many_keys_merge_in_linear_time() {
+        let n = 65_536;
+        let block: String = (0..n).map(|i| format!("key{i:08}: v{i}\n")).collect();
+        let json = format!(
+            "{{{}}}",
+            (0..n)
+                .map(|i| format!("\"key{i:08}\": {i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let start = std::time::Instant::now();
+        let merged = merge(&block).unwrap().unwrap();
+        assert!(merged.ends_with("key00065535: v65535\nexitOnJobCompletion: true\n"));
+        let merged = merge(&json).unwrap().unwrap();
+        assert!(merged.ends_with(", \"exitOnJobCompletion\": true}"));
+        let elapsed = start.elapsed();
+        assert!(elapsed.as_secs() < 20, "{n} keys took {elapsed:?}");
     }
 }
