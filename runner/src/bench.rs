@@ -3,9 +3,9 @@
 //!
 //! What is timed is `WapcHost::call("validate", payload)` with the payload
 //! already serialized, as policy-server hands it over: the copy into the
-//! guest, the guest's work, the copy back. Host-side work after the call
-//! (parsing the answer, diffing for the patch) is the same for any policy
-//! returning the same object and is left out.
+//! guest, the guest's work, the copy back. What policy-server does with the
+//! answer afterwards (parse it and, for a mutation, diff the objects into a
+//! patch) is host work, not the guest's, and is left out.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
