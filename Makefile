@@ -86,3 +86,55 @@ bench: policy.wasm floors runner
 	$(RUNNER) bench --wasm policy.wasm \
 		--floor-accept $(FLOOR_DIR)/floor_accept.wasm \
 		--floor-sdk-parse $(FLOOR_DIR)/floor_sdk_parse.wasm
+
+# --- Reliability (issue 4, RELIABILITY.md) ------------------------------------
+# tests/properties.rs runs 2,000 cases per property in `make test`; the long
+# mode runs PROPTEST_LONG_CASES each, optimized (the `host` profile: -O3, no LTO).
+PROPTEST_LONG_CASES ?= 50000
+
+.PHONY: proptest-long fuzz fuzz-smoke fuzz-seeds
+
+proptest-long:
+	PROPTEST_CASES=$(PROPTEST_LONG_CASES) cargo test --profile host --locked --test properties -- --nocapture
+
+# cargo-fuzz (libFuzzer) targets in fuzz/, its own workspace. Needs the nightly
+# toolchain and cargo-fuzz: `rustup toolchain install nightly && cargo install cargo-fuzz`.
+# Corpora start from test_data/ (built by fuzz-seeds) and stay out of git;
+# crashes land in fuzz/artifacts/<target>/ (see RELIABILITY.md for what to do).
+FUZZ_TOOLCHAIN      ?= nightly
+FUZZ_TARGETS        := validate_raw validate_structured validate_settings
+FUZZ_SECONDS        ?= 300
+FUZZ_SMOKE_SECONDS  ?= 20
+FUZZ_FLAGS          ?= -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
+FUZZ = cargo +$(FUZZ_TOOLCHAIN) fuzz
+
+# Seeds, as plain text (no build): every case's `{"request":..,"settings":..}`
+# payload and every committed regression for validate_raw, the settings
+# cases for validate_settings; validate_structured starts from libFuzzer's
+# own bytes (no JSON maps onto its input).
+fuzz-seeds:
+	@mkdir -p $(addprefix fuzz/corpus/,$(FUZZ_TARGETS))
+	@for d in test_data/cases/*/; do \
+		n=$$(basename $$d); s=$$d/settings.json; [ -f $$s ] || s=/dev/null; \
+		{ printf '{"request":'; cat $$d/request.json; printf ',"settings":'; \
+		  if [ -s $$s ]; then cat $$s; else printf null; fi; printf '}'; } > fuzz/corpus/validate_raw/case-$$n; \
+	done
+	@for f in fuzz/regressions/validate/*; do \
+		[ -f "$$f" ] && cp "$$f" fuzz/corpus/validate_raw/regression-$$(basename $$f); true; \
+	done
+	@for f in test_data/settings/*.json fuzz/regressions/validate_settings/*; do \
+		[ -f "$$f" ] && cp "$$f" fuzz/corpus/validate_settings/seed-$$(basename $$f); true; \
+	done
+	@echo "seeds: $$(ls fuzz/corpus/validate_raw | wc -l) validate_raw, $$(ls fuzz/corpus/validate_settings | wc -l) validate_settings"
+
+fuzz: fuzz-seeds
+	@for t in $(FUZZ_TARGETS); do \
+		echo "== $$t: $(FUZZ_SECONDS) s, log in fuzz/$$t.log"; \
+		$(FUZZ) run $$t fuzz/corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) $(FUZZ_FLAGS) \
+			> fuzz/$$t.log 2>&1; rc=$$?; \
+		grep -E '^(stat::|#[0-9]+[[:space:]]+DONE|SUMMARY|Test unit written|Done [0-9]+ runs)' fuzz/$$t.log; \
+		if [ $$rc -ne 0 ]; then tail -n 60 fuzz/$$t.log; exit $$rc; fi; \
+	done
+
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)

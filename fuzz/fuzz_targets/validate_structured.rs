@@ -1,0 +1,11 @@
+//! Admission requests of the handled kinds assembled from arbitrary parts
+//! (see `Input`): no panic, always a JSON accept, and a mutated object sent
+//! again is not mutated again.
+#![no_main]
+
+use istio_job_sidecar_policy_fuzz::{check_structured, Input};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|input: Input| {
+    check_structured(&input);
+});

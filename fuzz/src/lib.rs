@@ -1,0 +1,645 @@
+//! What the fuzz targets check, and the structure-aware input.
+//!
+//! Every target ends in one of the `check_*` functions: the policy must not
+//! panic, its answer must be JSON with `accepted: true` (a mutating helper
+//! never denies), warnings must be at most 120 characters, and a mutated
+//! object sent again must not be mutated again.
+//!
+//! `Input` is what `validate_structured` gets from libFuzzer through
+//! `arbitrary`: a kind, an operation, settings, containers and annotations
+//! drawn mostly from the names the policy reacts to, and a list of splices
+//! that put an arbitrary JSON-ish tree at any key of any part of the object
+//! (so `containers: "x"`, `metadata: 7` or a 40-deep tree in an annotation
+//! are all reachable). The object is written as JSON text by hand, so
+//! duplicate keys and odd numbers reach the policy too.
+
+use arbitrary::{Arbitrary, Unstructured};
+use serde_json::Value;
+
+// ------------------------------------------------------------------ checks
+
+/// Checks one `validate` answer; returns the mutated object, if any.
+pub fn check_answer(answer: &[u8]) -> Option<Value> {
+    let answer: Value = serde_json::from_slice(answer).expect("the answer is JSON");
+    assert_eq!(answer["accepted"], Value::Bool(true), "rejected: {answer}");
+    if let Some(warnings) = answer.get("warnings").filter(|w| !w.is_null()) {
+        for w in warnings.as_array().expect("warnings is a list") {
+            let w = w.as_str().expect("a warning is a string");
+            assert!(w.chars().count() <= 120, "warning over 120 chars: {w:?}");
+        }
+    }
+    answer
+        .get("mutated_object")
+        .filter(|o| !o.is_null())
+        .cloned()
+}
+
+/// `validate` on raw bytes: never a panic, always an accept.
+pub fn check_raw(payload: &[u8]) {
+    let answer = istio_job_sidecar_policy::validate(payload).expect("validate never errors");
+    check_answer(&answer);
+}
+
+/// `validate` on a payload that parses as JSON: as `check_raw`, and the
+/// mutated object, sent again in the same request, is a fixed point.
+pub fn check_idempotent(payload: &[u8]) {
+    let answer = istio_job_sidecar_policy::validate(payload).expect("validate never errors");
+    let Some(mutated) = check_answer(&answer) else {
+        return;
+    };
+    let mut again: Value = serde_json::from_slice(payload).expect("a mutated payload is JSON");
+    again["request"]["object"] = mutated;
+    let again = serde_json::to_vec(&again).unwrap();
+    let answer = istio_job_sidecar_policy::validate(&again).expect("validate never errors");
+    if let Some(second) = check_answer(&answer) {
+        panic!(
+            "not idempotent: the second run changed the object again:\n{}\n",
+            serde_json::to_string(&second).unwrap()
+        );
+    }
+}
+
+/// `validate_settings` on raw bytes: a `SettingsValidationResponse` always;
+/// settings it calls valid are used by `validate` without complaint, and
+/// invalid ones make `validate` answer unchanged with a warning.
+pub fn check_settings(data: &[u8]) {
+    let answer =
+        istio_job_sidecar_policy::validate_settings(data).expect("validate_settings never errors");
+    let answer: Value = serde_json::from_slice(&answer).expect("the answer is JSON");
+    let valid = answer["valid"].as_bool().expect("`valid` is a boolean");
+    if !valid {
+        assert!(answer["message"].is_string(), "invalid without a message");
+    }
+    // Only JSON text can be spliced into a payload.
+    let Ok(text) = std::str::from_utf8(data) else {
+        assert!(!valid);
+        return;
+    };
+    if serde_json::from_str::<&serde_json::value::RawValue>(text).is_err() {
+        assert!(!valid, "settings that are not JSON called valid");
+        return;
+    }
+    let payload = format!(r#"{{"request":{SAMPLE_REQUEST},"settings":{text}}}"#);
+    let answer = istio_job_sidecar_policy::validate(payload.as_bytes()).unwrap();
+    let answer: Value = serde_json::from_slice(&answer).expect("the answer is JSON");
+    assert_eq!(answer["accepted"], Value::Bool(true));
+    let complained = answer["warnings"].as_array().is_some_and(|w| {
+        w.iter()
+            .any(|w| w.as_str().unwrap().contains("invalid settings"))
+    });
+    assert_eq!(
+        complained, !valid,
+        "validate_settings said valid={valid}, validate: {answer}"
+    );
+}
+
+/// A Job CREATE that every mode changes (a classic injected proxy).
+const SAMPLE_REQUEST: &str = r#"{"uid":"u","kind":{"group":"batch","version":"v1","kind":"Job"},"operation":"CREATE","object":{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j"},"spec":{"template":{"metadata":{"annotations":{"sidecar.istio.io/status":"{\"initContainers\":[\"istio-init\"],\"containers\":[\"istio-proxy\"]}"}},"spec":{"restartPolicy":"Never","initContainers":[{"name":"istio-init","image":"i"}],"containers":[{"name":"app","image":"a","command":["/bin/app","--x"]},{"name":"istio-proxy","image":"p"}]}}}}}"#;
+
+// ------------------------------------------------------------------ JSON-ish trees
+
+/// Words the policy reacts to, so random input reaches its branches.
+const WORDS: &[&str] = &[
+    "istio-proxy",
+    "envoy",
+    "istio-init",
+    "istio-validation",
+    "app",
+    "Never",
+    "OnFailure",
+    "Always",
+    "true",
+    "false",
+    "",
+    "disabled",
+    "nativeSidecar",
+    "exitOnJobCompletion",
+    "quitEndpoint",
+    "/bin/sh",
+    "-c",
+    "$(VAR) 'q' \"d\" \\ \n",
+    "{\"initContainers\":[\"istio-init\"],\"containers\":[\"istio-proxy\"],\"revision\":\"default\"}",
+    "{\"initContainers\":[\"istio-init\",\"istio-proxy\"],\"containers\":null}",
+    "{\"containers\":[\"envoy\",\"istio-proxy\"]}",
+    "{\"containers\":\"istio-proxy\"}",
+    "holdApplicationUntilProxyStarts: true",
+    "concurrency: 2\ntracing:\n  sampling: 10\n",
+    "{ holdApplicationUntilProxyStarts: true }",
+    "{\"concurrency\": 2, \"proxyMetadata\": {\"A\": \"}\"}}",
+    "exitOnJobCompletion: false",
+    "# c\n",
+    "---\na: 1\n",
+    "  a: 1\n  b: |\n    x\n",
+    "- a",
+    "{a: 1} # }",
+    "\u{feff}a: 1",
+    "a: &x 1\nb: *x",
+    "a: !!binary aGk=",
+    "? [a]\n: b",
+];
+
+const KEYS: &[&str] = &[
+    "metadata",
+    "annotations",
+    "labels",
+    "spec",
+    "template",
+    "jobTemplate",
+    "containers",
+    "initContainers",
+    "name",
+    "image",
+    "command",
+    "args",
+    "restartPolicy",
+    "startupProbe",
+    "creationTimestamp",
+    "sidecar.istio.io/status",
+    "sidecar.istio.io/nativeSidecar",
+    "sidecar.istio.io/inject",
+    "proxy.istio.io/config",
+    "istio-job-sidecar/mode",
+    "istio-job-sidecar/quit-wrapped",
+    "exitOnJobCompletion",
+    "kind",
+    "object",
+    "x-unknown",
+];
+
+#[derive(Debug)]
+pub struct Text(pub String);
+
+impl<'a> Arbitrary<'a> for Text {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        Ok(Text(if u.ratio(3, 4)? {
+            u.choose(WORDS)?.to_string()
+        } else {
+            String::arbitrary(u)?
+        }))
+    }
+}
+
+#[derive(Debug)]
+pub struct Key(pub String);
+
+impl<'a> Arbitrary<'a> for Key {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        Ok(Key(if u.ratio(3, 4)? {
+            u.choose(KEYS)?.to_string()
+        } else {
+            String::arbitrary(u)?
+        }))
+    }
+}
+
+/// A JSON value, written by hand: object members are a list, so duplicate
+/// keys are possible; numbers may be any text JSON allows.
+#[derive(Debug, Arbitrary)]
+pub enum Tree {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    BigNumber(u8),
+    Str(Text),
+    Array(Vec<Tree>),
+    Object(Vec<(Key, Tree)>),
+}
+
+/// Trees deeper than this are cut (to `null`) when written.
+const MAX_DEPTH: usize = 64;
+
+impl Tree {
+    pub fn write(&self, out: &mut String, depth: usize) {
+        if depth > MAX_DEPTH {
+            out.push_str("null");
+            return;
+        }
+        match self {
+            Tree::Null => out.push_str("null"),
+            Tree::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Tree::Int(i) => out.push_str(&i.to_string()),
+            Tree::Float(f) if f.is_finite() => out.push_str(&Value::from(*f).to_string()),
+            Tree::Float(_) => out.push_str("1e308"),
+            Tree::BigNumber(n) => {
+                // Numbers JSON allows and a host can read (1e400 is refused by
+                // serde_json before a policy is ever called).
+                out.push_str(
+                    [
+                        "1E+300",
+                        "-0",
+                        "123456789012345678901234567890",
+                        "1.50",
+                        "1e-400",
+                    ][*n as usize % 5],
+                )
+            }
+            Tree::Str(s) => write_str(out, &s.0),
+            Tree::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    item.write(out, depth + 1);
+                }
+                out.push(']');
+            }
+            Tree::Object(members) => {
+                out.push('{');
+                for (i, (k, v)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_str(out, &k.0);
+                    out.push(':');
+                    v.write(out, depth + 1);
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+fn write_str(out: &mut String, s: &str) {
+    out.push_str(&Value::from(s).to_string());
+}
+
+// ------------------------------------------------------------------ admission requests
+
+#[derive(Debug, Arbitrary, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Job,
+    CronJob,
+    Pod,
+    Deployment,
+}
+
+#[derive(Debug, Arbitrary, Clone, Copy)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+    Missing,
+}
+
+#[derive(Debug, Arbitrary)]
+pub enum Settings {
+    Absent,
+    Known {
+        mode: Option<u8>,
+        sidecar: Option<bool>,
+        workload_override: Option<bool>,
+        quit_url: Option<bool>,
+    },
+    Any(Tree),
+}
+
+#[derive(Debug, Arbitrary)]
+pub struct Container {
+    pub name: Option<Text>,
+    pub command: Option<Vec<Text>>,
+    pub restart_always: bool,
+    pub startup_probe: bool,
+    pub extra: Vec<(Key, Tree)>,
+}
+
+/// Where a splice goes.
+#[derive(Debug, Arbitrary, Clone, Copy)]
+pub enum Slot {
+    Object,
+    ObjectMeta,
+    ObjectAnnotations,
+    Spec,
+    JobTemplate,
+    JobTemplateMeta,
+    JobTemplateAnnotations,
+    Template,
+    TemplateMeta,
+    TemplateAnnotations,
+    TemplateLabels,
+    PodSpec,
+    Container(u8),
+    InitContainer(u8),
+}
+
+#[derive(Debug, Arbitrary)]
+pub struct Input {
+    pub kind: Kind,
+    pub operation: Operation,
+    pub settings: Settings,
+    pub object_annotations: Vec<(Key, Text)>,
+    pub job_template_annotations: Option<Vec<(Key, Text)>>,
+    pub template_annotations: Option<Vec<(Key, Text)>>,
+    pub template_labels: Vec<(Key, Text)>,
+    pub restart_policy: Option<Text>,
+    pub containers: Vec<Container>,
+    pub init_containers: Option<Vec<Container>>,
+    pub splices: Vec<(Slot, Key, Tree)>,
+}
+
+/// A JSON object under construction: members in order, duplicates allowed,
+/// values already written as text.
+#[derive(Default)]
+struct Obj(Vec<(String, String)>);
+
+impl Obj {
+    fn put(&mut self, k: &str, v: String) {
+        self.0.push((k.to_owned(), v));
+    }
+    fn splice(&mut self, at: Slot, splices: &[(Slot, Key, Tree)]) {
+        for (slot, k, v) in splices {
+            if std::mem::discriminant(slot) == std::mem::discriminant(&at)
+                && slot_index(slot) == slot_index(&at)
+            {
+                let mut text = String::new();
+                v.write(&mut text, 1);
+                self.0.push((k.0.clone(), text));
+            }
+        }
+    }
+    fn text(&self) -> String {
+        let mut out = String::from("{");
+        for (i, (k, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_str(&mut out, k);
+            out.push(':');
+            out.push_str(v);
+        }
+        out.push('}');
+        out
+    }
+}
+
+fn slot_index(slot: &Slot) -> u8 {
+    match slot {
+        Slot::Container(i) | Slot::InitContainer(i) => *i % 8,
+        _ => 0,
+    }
+}
+
+fn string_map(members: &[(Key, Text)], at: Slot, splices: &[(Slot, Key, Tree)]) -> String {
+    let mut o = Obj::default();
+    for (k, v) in members {
+        let mut s = String::new();
+        write_str(&mut s, &v.0);
+        o.put(&k.0, s);
+    }
+    o.splice(at, splices);
+    o.text()
+}
+
+fn container(c: &Container, slot: Slot, splices: &[(Slot, Key, Tree)]) -> String {
+    let mut o = Obj::default();
+    if let Some(name) = &c.name {
+        let mut s = String::new();
+        write_str(&mut s, &name.0);
+        o.put("name", s);
+    }
+    o.put("image", "\"busybox\"".into());
+    if let Some(cmd) = &c.command {
+        let list: Vec<&str> = cmd.iter().map(|t| t.0.as_str()).collect();
+        o.put("command", serde_json::to_string(&list).unwrap());
+    }
+    if c.restart_always {
+        o.put("restartPolicy", "\"Always\"".into());
+    }
+    if c.startup_probe {
+        o.put("startupProbe", r#"{"exec":{"command":["true"]}}"#.into());
+    }
+    for (k, v) in &c.extra {
+        let mut text = String::new();
+        v.write(&mut text, 3);
+        o.put(&k.0, text);
+    }
+    o.splice(slot, splices);
+    o.text()
+}
+
+fn containers(list: &[Container], init: bool, splices: &[(Slot, Key, Tree)]) -> String {
+    let items: Vec<String> = list
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let slot = if init {
+                Slot::InitContainer(i as u8)
+            } else {
+                Slot::Container(i as u8)
+            };
+            container(c, slot, splices)
+        })
+        .collect();
+    format!("[{}]", items.join(","))
+}
+
+impl Input {
+    pub fn object(&self) -> String {
+        let s = &self.splices[..];
+        let meta =
+            |annotations: &[(Key, Text)], labels: Option<&[(Key, Text)]>, slot, a_slot, l_slot| {
+                let mut m = Obj::default();
+                m.put("name", "\"x\"".into());
+                m.put("annotations", string_map(annotations, a_slot, s));
+                if let Some(labels) = labels {
+                    m.put("labels", string_map(labels, l_slot, s));
+                }
+                m.splice(slot, s);
+                m.text()
+            };
+        let mut pod_spec = Obj::default();
+        if let Some(rp) = &self.restart_policy {
+            let mut v = String::new();
+            write_str(&mut v, &rp.0);
+            pod_spec.put("restartPolicy", v);
+        }
+        pod_spec.put("containers", containers(&self.containers, false, s));
+        if let Some(init) = &self.init_containers {
+            pod_spec.put("initContainers", containers(init, true, s));
+        }
+        pod_spec.splice(Slot::PodSpec, s);
+        let template_meta = match &self.template_annotations {
+            Some(a) => meta(
+                a,
+                Some(&self.template_labels),
+                Slot::TemplateMeta,
+                Slot::TemplateAnnotations,
+                Slot::TemplateLabels,
+            ),
+            None => "{}".to_owned(),
+        };
+        let object_meta = meta(
+            &self.object_annotations,
+            None,
+            Slot::ObjectMeta,
+            Slot::ObjectAnnotations,
+            Slot::ObjectAnnotations,
+        );
+        let mut template = Obj::default();
+        template.put("metadata", template_meta.clone());
+        template.put("spec", pod_spec.text());
+        template.splice(Slot::Template, s);
+        let mut object = Obj::default();
+        let mut spec = Obj::default();
+        match self.kind {
+            Kind::Pod => {
+                object.put("apiVersion", "\"v1\"".into());
+                object.put("kind", "\"Pod\"".into());
+                // A Pod's own metadata is its template's.
+                object.put("metadata", template_meta);
+                object.put("spec", pod_spec.text());
+            }
+            Kind::Job | Kind::Deployment => {
+                spec.put("template", template.text());
+                spec.splice(Slot::Spec, s);
+                object.put("metadata", object_meta);
+                object.put("spec", spec.text());
+            }
+            Kind::CronJob => {
+                let mut jt = Obj::default();
+                if let Some(a) = &self.job_template_annotations {
+                    jt.put(
+                        "metadata",
+                        meta(
+                            a,
+                            None,
+                            Slot::JobTemplateMeta,
+                            Slot::JobTemplateAnnotations,
+                            Slot::JobTemplateAnnotations,
+                        ),
+                    );
+                }
+                jt.put("spec", format!("{{\"template\":{}}}", template.text()));
+                jt.splice(Slot::JobTemplate, s);
+                spec.put("schedule", "\"* * * * *\"".into());
+                spec.put("jobTemplate", jt.text());
+                spec.splice(Slot::Spec, s);
+                object.put("metadata", object_meta);
+                object.put("spec", spec.text());
+            }
+        }
+        object.splice(Slot::Object, s);
+        object.text()
+    }
+
+    pub fn settings(&self) -> Option<String> {
+        match &self.settings {
+            Settings::Absent => None,
+            Settings::Known {
+                mode,
+                sidecar,
+                workload_override,
+                quit_url,
+            } => {
+                let mut o = serde_json::Map::new();
+                if let Some(m) = mode {
+                    let modes = ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"];
+                    o.insert("mode".into(), modes[*m as usize % 3].into());
+                }
+                if let Some(s) = sidecar {
+                    o.insert(
+                        "sidecarContainerName".into(),
+                        if *s { "istio-proxy" } else { "envoy" }.into(),
+                    );
+                }
+                if let Some(w) = workload_override {
+                    o.insert("workloadOverride".into(), (*w).into());
+                }
+                if let Some(q) = quit_url {
+                    o.insert(
+                        "quitUrl".into(),
+                        if *q {
+                            "http://127.0.0.1:15020/quitquitquit"
+                        } else {
+                            "http://[::1]:15020/quitquitquit?x=1"
+                        }
+                        .into(),
+                    );
+                }
+                Some(Value::Object(o).to_string())
+            }
+            Settings::Any(tree) => {
+                let mut text = String::new();
+                tree.write(&mut text, 1);
+                Some(text)
+            }
+        }
+    }
+
+    /// The `validate` payload: `{"request": ..., "settings": ...}`.
+    pub fn payload(&self) -> String {
+        let (group, kind) = match self.kind {
+            Kind::Job => ("batch", "Job"),
+            Kind::CronJob => ("batch", "CronJob"),
+            Kind::Pod => ("", "Pod"),
+            Kind::Deployment => ("apps", "Deployment"),
+        };
+        let operation = match self.operation {
+            Operation::Create => ",\"operation\":\"CREATE\"",
+            Operation::Update => ",\"operation\":\"UPDATE\"",
+            Operation::Delete => ",\"operation\":\"DELETE\"",
+            Operation::Connect => ",\"operation\":\"CONNECT\"",
+            Operation::Missing => "",
+        };
+        let settings = self
+            .settings()
+            .map(|s| format!(",\"settings\":{s}"))
+            .unwrap_or_default();
+        format!(
+            r#"{{"request":{{"uid":"fuzz","kind":{{"group":"{group}","version":"v1","kind":"{kind}"}}{operation},"object":{}}}{settings}}}"#,
+            self.object()
+        )
+    }
+}
+
+/// The structure-aware check: the payload is JSON by construction.
+pub fn check_structured(input: &Input) {
+    let payload = input.payload();
+    assert!(
+        serde_json::from_str::<&serde_json::value::RawValue>(&payload).is_ok(),
+        "harness bug: payload is not JSON: {payload}"
+    );
+    check_idempotent(payload.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_request_is_mutated_by_every_mode() {
+        for mode in ["nativeSidecar", "exitOnJobCompletion"] {
+            let payload =
+                format!(r#"{{"request":{SAMPLE_REQUEST},"settings":{{"mode":"{mode}"}}}}"#);
+            let answer = istio_job_sidecar_policy::validate(payload.as_bytes()).unwrap();
+            assert!(check_answer(&answer).is_some(), "{mode}");
+        }
+    }
+
+    #[test]
+    fn structured_inputs_are_json_and_reach_the_modes() {
+        let mut mutated = 0;
+        for seed in 0..2000u32 {
+            let bytes: Vec<u8> = (0..512u32)
+                .map(|i| {
+                    (seed
+                        .wrapping_mul(2654435761)
+                        .wrapping_add(i.wrapping_mul(40503))
+                        >> 7) as u8
+                })
+                .collect();
+            let mut u = Unstructured::new(&bytes);
+            if let Ok(input) = Input::arbitrary(&mut u) {
+                let payload = input.payload();
+                let answer = istio_job_sidecar_policy::validate(payload.as_bytes()).unwrap();
+                if check_answer(&answer).is_some() {
+                    mutated += 1;
+                }
+                check_structured(&input);
+            }
+        }
+        eprintln!("{mutated} of 2000 pseudo-random inputs mutated");
+    }
+}

@@ -1,0 +1,694 @@
+//! Hostile input at the wasm level (issue 4): `./policy.wasm` through the
+//! same engine Kubewarden uses, on payloads built to break it.
+//!
+//! For each: the call must return (never a trap or a guest error), with an
+//! accept that is either unchanged with a warning that says why, or (for
+//! inputs that are odd but well-formed, like a 3 MiB object) the ordinary
+//! answer. `validate_settings` must answer `valid: false` with a message for
+//! every wrongly typed setting, and `validate` must then accept unchanged
+//! with a warning. Elapsed time and, for the big inputs, the guest's linear
+//! memory (observed through the runner's probing engine on a fresh instance)
+//! are printed; there are no timing assertions.
+//!
+//! `cargo test --profile host -p policy-runner --test hostile -- --nocapture`
+//! (after `make policy.wasm`) prints the table.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use policy_runner::memory::probing_engine;
+use policy_runner::{Evaluation, Policy, ValidationResponse};
+use serde_json::{json, Value};
+
+/// `policy.wasm` (checked fresh by `common`), as bytes for extra instances.
+fn module_bytes() -> Vec<u8> {
+    std::fs::read(common::built_module_path()).expect("policy.wasm reads")
+}
+
+fn load() -> Policy {
+    common::built_module()
+}
+
+/// What one hostile call came to.
+struct Outcome {
+    response: ValidationResponse,
+    elapsed: Duration,
+    /// Guest linear memory after the call (fresh instance), when measured.
+    memory: Option<usize>,
+    /// The answer is deeper than a host's `serde_json::Value` reads.
+    too_deep: bool,
+}
+
+impl Outcome {
+    fn warnings(&self) -> Vec<String> {
+        self.response.warnings.clone().unwrap_or_default()
+    }
+    fn mutated(&self) -> bool {
+        self.response.mutated_object.is_some()
+    }
+    fn summary(&self) -> String {
+        let verdict = if self.mutated() {
+            "accept, mutated"
+        } else {
+            "accept, unchanged"
+        };
+        let warning = self
+            .warnings()
+            .first()
+            .map(|w| format!("; warning: {w}"))
+            .unwrap_or_default();
+        let deep = if self.too_deep {
+            " (answer deeper than serde_json::Value's 128 levels)"
+        } else {
+            ""
+        };
+        format!("{verdict}{deep}{warning}")
+    }
+}
+
+/// The answer, read without building the mutated object: a host's
+/// `serde_json::Value` stops at 128 levels, the guest's own reader does not
+/// build what it skips, so an answer may be deeper than a Value can be.
+#[derive(serde::Deserialize)]
+struct Lenient {
+    accepted: bool,
+    #[serde(default)]
+    mutated_object: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    warnings: Option<Vec<String>>,
+}
+
+/// `validate` with raw bytes; a trap or guest error fails the test with the
+/// engine's message.
+fn call(policy: &Policy, name: &str, payload: &[u8]) -> Outcome {
+    let start = Instant::now();
+    let raw = policy
+        .call("validate", payload)
+        .unwrap_or_else(|e| panic!("{name}: the call failed (trap or guest error): {e}"));
+    let elapsed = start.elapsed();
+    let (response, too_deep) = match serde_json::from_slice::<ValidationResponse>(&raw) {
+        Ok(response) => (response, false),
+        Err(e) => {
+            let lenient: Lenient = serde_json::from_slice(&raw).unwrap_or_else(|e2| {
+                panic!("{name}: the answer is not a ValidationResponse: {e}; {e2}")
+            });
+            let response = ValidationResponse {
+                accepted: lenient.accepted,
+                message: None,
+                code: None,
+                // Present, but not readable as a Value: kept as a marker.
+                mutated_object: lenient.mutated_object.map(|_| Value::Null),
+                audit_annotations: None,
+                warnings: lenient.warnings,
+            };
+            (response, true)
+        }
+    };
+    assert!(
+        response.accepted,
+        "{name}: rejected: {:?}",
+        response.message
+    );
+    for w in response.warnings.iter().flatten() {
+        assert!(w.chars().count() <= 120, "{name}: warning too long: {w}");
+    }
+    Outcome {
+        response,
+        elapsed,
+        memory: None,
+        too_deep,
+    }
+}
+
+/// As `call`, and also on a fresh instance of a probing engine to read the
+/// guest's linear memory after the call (it only grows, so it is the peak).
+fn call_measured(policy: &Policy, name: &str, payload: &[u8]) -> Outcome {
+    let mut outcome = call(policy, name, payload);
+    let (engine, probe) = probing_engine().expect("probing engine");
+    let fresh = Policy::from_bytes(&module_bytes(), Some(engine)).expect("loads");
+    let before = probe.last_size();
+    let _ = call(&fresh, name, payload);
+    outcome.memory = probe.last_size();
+    report_memory(name, before, outcome.memory);
+    outcome
+}
+
+fn report_memory(name: &str, before: Option<usize>, after: Option<usize>) {
+    let mib =
+        |b: Option<usize>| b.map_or("?".into(), |b| format!("{:.1} MiB", b as f64 / 1048576.0));
+    eprintln!(
+        "  {name}: guest memory {} at instantiation, {} after the call",
+        mib(before),
+        mib(after)
+    );
+}
+
+fn report(name: &str, size: usize, o: &Outcome) {
+    let memory = o
+        .memory
+        .map(|m| format!(", memory {:.1} MiB", m as f64 / 1048576.0))
+        .unwrap_or_default();
+    eprintln!(
+        "| {name} | {:.1} KiB | {:.2} ms{memory} | {} |",
+        size as f64 / 1024.0,
+        o.elapsed.as_secs_f64() * 1000.0,
+        o.summary()
+    );
+}
+
+fn payload(request: &Value, settings: &Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap()
+}
+
+fn request(kind: &str, object: Value) -> Value {
+    let (group, version) = match kind {
+        "Pod" => ("", "v1"),
+        _ => ("batch", "v1"),
+    };
+    json!({
+        "uid": "hostile",
+        "kind": {"group": group, "version": version, "kind": kind},
+        "operation": "CREATE",
+        "object": object,
+    })
+}
+
+const CLASSIC_STATUS: &str = r#"{"initContainers":["istio-init"],"containers":["istio-proxy"],"volumes":["istio-envoy"],"imagePullSecrets":null,"revision":"default"}"#;
+
+/// A kube-injected (classic) Job: every mode has something to do.
+fn job(containers: Value) -> Value {
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "hostile"},
+        "spec": {"template": {
+            "metadata": {"annotations": {"sidecar.istio.io/status": CLASSIC_STATUS}},
+            "spec": {
+                "restartPolicy": "Never",
+                "initContainers": [{"name": "istio-init", "image": "proxyv2"}],
+                "containers": containers,
+            }
+        }}
+    })
+}
+
+fn app_and_proxy() -> Value {
+    json!([
+        {"name": "app", "image": "busybox", "command": ["/bin/sh", "-c", "echo hi"]},
+        {"name": "istio-proxy", "image": "proxyv2", "args": ["proxy", "sidecar"]}
+    ])
+}
+
+const MODES: [&str; 3] = ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"];
+
+fn settings(mode: &str) -> Value {
+    json!({"mode": mode})
+}
+
+/// An accept, unchanged, with a warning containing `says`.
+fn assert_warned(name: &str, o: &Outcome, says: &str) {
+    assert!(
+        !o.mutated(),
+        "{name}: mutated: {:?}",
+        o.response.mutated_object
+    );
+    assert!(
+        o.warnings().iter().any(|w| w.contains(says)),
+        "{name}: expected a warning with {says:?}, got {:?}",
+        o.warnings()
+    );
+}
+
+/// The mutated object, sent again, is not mutated (the patch Kubewarden
+/// would compute applies, and the result is a fixed point).
+fn assert_fixed_point(policy: &Policy, name: &str, request: &Value, settings: &Value, o: &Outcome) {
+    let evaluation = Evaluation::new(request, o.response.clone(), Vec::new());
+    let patched = evaluation
+        .patched_object()
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut again = request.clone();
+    again["object"] = patched;
+    let second = call(policy, name, &payload(&again, settings));
+    assert!(!second.mutated(), "{name}: a second run mutated it again");
+}
+
+#[test]
+fn truncated_and_non_utf8_payloads() {
+    let policy = load();
+    let whole = payload(
+        &request("Job", job(app_and_proxy())),
+        &settings("nativeSidecar"),
+    );
+    for cut in [
+        1,
+        2,
+        whole.len() / 3,
+        whole.len() / 2,
+        whole.len() - 2,
+        whole.len() - 1,
+    ] {
+        let name = format!("truncated at {cut} of {} bytes", whole.len());
+        let o = call(&policy, &name, &whole[..cut]);
+        report(&name, cut, &o);
+        assert_warned(&name, &o, "request not understood");
+    }
+    let o = call(&policy, "empty payload", b"");
+    report("empty payload", 0, &o);
+    assert_warned("empty payload", &o, "request not understood");
+
+    // 0xff inside a string value, and a lone continuation byte in a key.
+    let mut bad = whole.clone();
+    let at = bad.windows(4).position(|w| w == b"app\"").unwrap();
+    bad[at] = 0xff;
+    let o = call(&policy, "non-UTF-8 byte in a container name", &bad);
+    report("non-UTF-8 byte in a container name", bad.len(), &o);
+    assert_warned("non-UTF-8", &o, "not UTF-8");
+    let o = call(&policy, "non-UTF-8 only", &[0x80, 0xfe, 0xff, 0x00]);
+    assert_warned("non-UTF-8 only", &o, "not UTF-8");
+    // Not JSON at all, JSON of the wrong type, a request of the wrong type.
+    for (name, bytes) in [
+        ("YAML instead of JSON", &b"request:\n  kind: Job\n"[..]),
+        ("a JSON array", b"[1,2,3]"),
+        ("a JSON string", b"\"request\""),
+        ("request is a string", br#"{"request":"Job"}"#),
+        ("request is an array", br#"{"request":[{"kind":"Job"}]}"#),
+    ] {
+        let o = call(&policy, name, bytes);
+        report(name, bytes.len(), &o);
+        assert_warned(name, &o, "request not understood");
+    }
+    // Nothing handled to look at: unchanged.
+    for (name, bytes) in [
+        ("no request", &br#"{"settings":{}}"#[..]),
+        ("empty object", b"{}"),
+        (
+            "request without kind",
+            br#"{"request":{"operation":"CREATE","object":{}}}"#,
+        ),
+    ] {
+        let o = call(&policy, name, bytes);
+        report(name, bytes.len(), &o);
+        assert!(!o.mutated(), "{name}: mutated");
+    }
+}
+
+#[test]
+fn wrongly_shaped_objects() {
+    let policy = load();
+    let s = settings("nativeSidecar");
+    // `object` of the wrong type.
+    for (what, object) in [
+        ("a string", json!("Job")),
+        ("a number", json!(42)),
+        ("an array", json!([job(app_and_proxy())])),
+        ("a boolean", json!(true)),
+    ] {
+        let name = format!("object is {what}");
+        let o = call(&policy, &name, &payload(&request("Job", object), &s));
+        report(&name, 0, &o);
+        assert_warned(&name, &o, "unexpected shape");
+    }
+    let o = call(
+        &policy,
+        "object is null",
+        &payload(&request("Job", Value::Null), &s),
+    );
+    report("object is null", 0, &o);
+    assert!(!o.mutated(), "null object mutated");
+
+    // containers that are not a list.
+    for (what, containers) in [
+        ("an object", json!({"name": "app"})),
+        ("a string", json!("app")),
+        ("a number", json!(1)),
+        ("a list of strings", json!(["app", "istio-proxy"])),
+    ] {
+        for mode in MODES {
+            let name = format!("containers is {what} ({mode})");
+            let o = call(
+                &policy,
+                &name,
+                &payload(&request("Job", job(containers.clone())), &settings(mode)),
+            );
+            report(&name, 0, &o);
+            assert_warned(&name, &o, "unexpected shape");
+        }
+    }
+    // metadata, annotations, template of the wrong type.
+    let mut broken = job(app_and_proxy());
+    broken["spec"]["template"]["metadata"]["annotations"] = json!(["sidecar.istio.io/status"]);
+    let o = call(
+        &policy,
+        "annotations is a list",
+        &payload(&request("Job", broken), &s),
+    );
+    report("annotations is a list", 0, &o);
+    assert_warned("annotations is a list", &o, "unexpected shape");
+    let mut broken = job(app_and_proxy());
+    broken["spec"]["template"] = json!("template");
+    let o = call(
+        &policy,
+        "template is a string",
+        &payload(&request("Job", broken), &s),
+    );
+    report("template is a string", 0, &o);
+    assert_warned("template is a string", &o, "unexpected shape");
+    let mut broken = job(app_and_proxy());
+    broken["spec"]["template"]["metadata"]["annotations"]["sidecar.istio.io/status"] = json!(7);
+    let o = call(
+        &policy,
+        "status annotation is a number",
+        &payload(&request("Job", broken), &s),
+    );
+    report("status annotation is a number", 0, &o);
+    assert_warned("status annotation is a number", &o, "unexpected shape");
+}
+
+#[test]
+fn containers_without_names() {
+    let policy = load();
+    for mode in MODES {
+        // A nameless app container beside the proxy; a nameless proxy.
+        for (what, containers) in [
+            (
+                "nameless app",
+                json!([{"image": "busybox", "command": ["run"]}, {"name": "istio-proxy", "image": "p"}]),
+            ),
+            (
+                "all nameless",
+                json!([{"image": "busybox", "command": ["run"]}, {"image": "p"}]),
+            ),
+            (
+                "name null",
+                json!([{"name": null, "command": ["run"]}, {"name": "istio-proxy"}]),
+            ),
+            ("empty container objects", json!([{}, {}])),
+        ] {
+            let name = format!("{what} ({mode})");
+            let r = request("Job", job(containers));
+            let s = settings(mode);
+            let o = call(&policy, &name, &payload(&r, &s));
+            report(&name, 0, &o);
+            if o.mutated() {
+                assert_fixed_point(&policy, &name, &r, &s, &o);
+            }
+        }
+    }
+}
+
+fn nested_arrays(depth: usize) -> String {
+    let mut s = String::with_capacity(depth * 2);
+    s.extend(std::iter::repeat_n('[', depth));
+    s.extend(std::iter::repeat_n(']', depth));
+    s
+}
+
+#[test]
+fn deep_nesting() {
+    let policy = load();
+    let base = serde_json::to_string(&request("Job", job(app_and_proxy()))).unwrap();
+    for depth in [100, 127, 128, 129, 1000, 100_000] {
+        let deep = nested_arrays(depth);
+        // In a field the policy never reads (a container's unknown field)...
+        let unread = base.replacen(
+            r#""image":"busybox""#,
+            &format!(r#""image":"busybox","x-deep":{deep}"#),
+            1,
+        );
+        // ...and inside the metadata the policy does read.
+        let in_meta = base.replacen(
+            r#""metadata":{"name":"hostile"}"#,
+            &format!(r#""metadata":{{"name":"hostile","x-deep":{deep}}}"#),
+            1,
+        );
+        let in_annotations_owner = base.replacen(
+            r#""metadata":{"annotations":{"#,
+            &format!(r#""metadata":{{"x-deep":{deep},"annotations":{{"#),
+            1,
+        );
+        for (where_, request_text) in [
+            ("an unread container field", unread),
+            ("object metadata", in_meta),
+            ("the template's metadata", in_annotations_owner),
+        ] {
+            for mode in MODES {
+                let name = format!("{depth} nested arrays in {where_} ({mode})");
+                let p = format!(r#"{{"request":{request_text},"settings":{{"mode":"{mode}"}}}}"#);
+                let o = if depth == 100_000 && mode == "nativeSidecar" {
+                    call_measured(&policy, &name, p.as_bytes())
+                } else {
+                    call(&policy, &name, p.as_bytes())
+                };
+                report(&name, p.len(), &o);
+                // A host reading the request as a serde_json::Value (as
+                // policy-server does) refuses it past 128 levels before the
+                // guest is called; the guest must cope either way.
+                let host_reads_it = serde_json::from_slice::<Value>(p.as_bytes()).is_ok();
+                if host_reads_it && o.mutated() && !o.too_deep {
+                    let request: Value =
+                        serde_json::from_slice::<Value>(p.as_bytes()).unwrap()["request"].clone();
+                    assert_fixed_point(&policy, &name, &request, &settings(mode), &o);
+                }
+                if !host_reads_it {
+                    eprintln!("  (a serde_json::Value host refuses this request itself)");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn duplicate_keys() {
+    let policy = load();
+    let s = r#"{"mode":"nativeSidecar"}"#;
+    let status = serde_json::to_string(CLASSIC_STATUS).unwrap();
+    let cases = [
+        (
+            "duplicate containers (the last, nameless, wins)",
+            format!(
+                r#"{{"kind":"Job","metadata":{{"annotations":{{"sidecar.istio.io/status":{status}}}}},"spec":{{"template":{{"metadata":{{"annotations":{{"sidecar.istio.io/status":{status}}}}},"spec":{{"restartPolicy":"Never","containers":[{{"name":"app"}},{{"name":"istio-proxy"}}],"containers":[{{"image":"x"}}]}}}}}}}}"#
+            ),
+        ),
+        (
+            "duplicate annotations maps",
+            format!(
+                r#"{{"kind":"Job","spec":{{"template":{{"metadata":{{"annotations":{{"sidecar.istio.io/status":{status}}},"annotations":{{"a":"b"}}}},"spec":{{"restartPolicy":"Never","containers":[{{"name":"app","command":["x"]}},{{"name":"istio-proxy"}}]}}}}}}}}"#
+            ),
+        ),
+        (
+            "duplicate status annotation",
+            format!(
+                r#"{{"kind":"Job","spec":{{"template":{{"metadata":{{"annotations":{{"sidecar.istio.io/status":"{{}}","sidecar.istio.io/status":{status}}}}},"spec":{{"restartPolicy":"Never","containers":[{{"name":"app","command":["x"]}},{{"name":"istio-proxy"}}]}}}}}}}}"#
+            ),
+        ),
+        (
+            "duplicate spec",
+            format!(
+                r#"{{"kind":"Job","spec":{{"template":{{"spec":{{"restartPolicy":"Never","containers":[{{"name":"app"}}]}}}}}},"spec":{{"template":{{"metadata":{{"annotations":{{"sidecar.istio.io/status":{status}}}}},"spec":{{"restartPolicy":"Never","containers":[{{"name":"app","command":["x"]}},{{"name":"istio-proxy"}}]}}}}}}}}"#
+            ),
+        ),
+        (
+            "duplicate container name key",
+            r#"{"kind":"Job","spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"istio-proxy","name":"app","command":["x"]}]}}}}"#.to_owned(),
+        ),
+        (
+            "duplicate kind and operation in the request",
+            String::new(),
+        ),
+    ];
+    for (name, object) in cases {
+        let p = if object.is_empty() {
+            // The last kind (Deployment) and operation (DELETE) win: unchanged.
+            let job = serde_json::to_string(&job(app_and_proxy())).unwrap();
+            format!(
+                r#"{{"request":{{"kind":{{"group":"batch","kind":"Job"}},"kind":{{"group":"apps","kind":"Deployment"}},"operation":"CREATE","operation":"DELETE","object":{job}}},"settings":{s}}}"#
+            )
+        } else {
+            format!(
+                r#"{{"request":{{"kind":{{"group":"batch","version":"v1","kind":"Job"}},"operation":"CREATE","object":{object}}},"settings":{s}}}"#
+            )
+        };
+        let o = call(&policy, name, p.as_bytes());
+        report(name, p.len(), &o);
+        if o.mutated() {
+            // Whatever it did, its own output is a fixed point.
+            let request: Value = serde_json::from_str::<Value>(&p).unwrap()["request"].clone();
+            assert_fixed_point(
+                &policy,
+                name,
+                &request,
+                &json!({"mode": "nativeSidecar"}),
+                &o,
+            );
+        }
+    }
+}
+
+#[test]
+fn big_objects() {
+    let policy = load();
+    // A 3 MiB Job: a big unknown field and many env vars in the app container.
+    let mut big = job(app_and_proxy());
+    let env: Vec<Value> = (0..20_000)
+        .map(|i| json!({"name": format!("VAR_{i}"), "value": "x".repeat(64)}))
+        .collect();
+    big["spec"]["template"]["spec"]["containers"][0]["env"] = json!(env);
+    big["spec"]["x-blob"] = json!("y".repeat(1536 * 1024));
+    for mode in MODES {
+        let r = request("Job", big.clone());
+        let s = settings(mode);
+        let p = payload(&r, &s);
+        assert!(p.len() >= 3 * 1024 * 1024, "{} bytes", p.len());
+        let name = format!("3 MiB Job ({mode})");
+        let o = call_measured(&policy, &name, &p);
+        report(&name, p.len(), &o);
+        assert!(o.mutated(), "{name}: expected the ordinary mutation");
+        assert_fixed_point(&policy, &name, &r, &s, &o);
+    }
+
+    // 10,000 containers, the proxy last.
+    let mut containers: Vec<Value> = (0..10_000)
+        .map(|i| json!({"name": format!("app-{i}"), "image": "busybox", "command": ["run"]}))
+        .collect();
+    containers.push(json!({"name": "istio-proxy", "image": "proxyv2"}));
+    for mode in MODES {
+        let r = request("Job", job(json!(containers)));
+        let s = settings(mode);
+        let p = payload(&r, &s);
+        let name = format!("10,000 containers ({mode})");
+        let o = call_measured(&policy, &name, &p);
+        report(&name, p.len(), &o);
+        if o.mutated() {
+            assert_fixed_point(&policy, &name, &r, &s, &o);
+        }
+    }
+
+    // A 1 MiB annotation value: an unrelated one, the proxy config (YAML,
+    // parsed by exitOnJobCompletion) and the status (JSON, read by
+    // nativeSidecar).
+    let mib = 1024 * 1024;
+    let long_yaml: String = (0..mib / 32)
+        .map(|i| format!("key{i:08}: value-{i:012}\n"))
+        .collect();
+    for (what, key, value) in [
+        ("unrelated annotation", "example.com/blob", "z".repeat(mib)),
+        ("proxy.istio.io/config", "proxy.istio.io/config", long_yaml),
+        (
+            "sidecar.istio.io/status",
+            "sidecar.istio.io/status",
+            format!(
+                r#"{{"initContainers":["istio-init"],"containers":["istio-proxy"],"x":"{}"}}"#,
+                "s".repeat(mib)
+            ),
+        ),
+        (
+            "istio-job-sidecar/mode",
+            "istio-job-sidecar/mode",
+            "m".repeat(mib),
+        ),
+    ] {
+        for mode in MODES {
+            let mut object = job(app_and_proxy());
+            object["spec"]["template"]["metadata"]["annotations"][key] = json!(value);
+            let r = request("Job", object);
+            let s = settings(mode);
+            let p = payload(&r, &s);
+            let name = format!("1 MiB {what} ({mode})");
+            let o = call_measured(&policy, &name, &p);
+            report(&name, p.len(), &o);
+            if o.mutated() {
+                assert_fixed_point(&policy, &name, &r, &s, &o);
+            }
+        }
+    }
+}
+
+#[test]
+fn settings_of_every_wrong_type() {
+    let policy = load();
+    let wrong_values = [
+        json!(null),
+        json!(true),
+        json!(0),
+        json!(-1.5),
+        json!("x"),
+        json!(""),
+        json!([]),
+        json!(["nativeSidecar"]),
+        json!({}),
+        json!({"mode": "nativeSidecar"}),
+    ];
+    let r = request("Job", job(app_and_proxy()));
+    let mut tried = 0;
+    for key in [
+        "mode",
+        "sidecarContainerName",
+        "workloadOverride",
+        "quitUrl",
+    ] {
+        for v in &wrong_values {
+            let valid_for_key = match key {
+                "workloadOverride" => v.is_boolean(),
+                "sidecarContainerName" => v == "x",
+                _ => false,
+            };
+            if valid_for_key {
+                continue;
+            }
+            let s = json!({ key: v });
+            let answer = policy
+                .validate_settings(&s)
+                .expect("validate_settings answers");
+            assert!(!answer.valid, "{s} accepted as valid");
+            let message = answer.message.unwrap_or_default();
+            assert!(
+                message.contains(key),
+                "{s}: message does not name {key}: {message}"
+            );
+            let name = format!("settings {s}");
+            let o = call(&policy, &name, &payload(&r, &s));
+            assert_warned(&name, &o, "invalid settings");
+            tried += 1;
+        }
+    }
+    // The settings themselves of every wrong type.
+    for s in [
+        json!(true),
+        json!(1),
+        json!("nativeSidecar"),
+        json!(["mode"]),
+        json!({"unknown": 1}),
+    ] {
+        let answer = policy
+            .validate_settings(&s)
+            .expect("validate_settings answers");
+        assert!(!answer.valid && answer.message.is_some(), "{s}");
+        let name = format!("settings {s}");
+        let o = call(&policy, &name, &payload(&r, &s));
+        assert_warned(&name, &o, "invalid settings");
+        tried += 1;
+    }
+    // validate_settings on bytes that are not JSON, or not UTF-8.
+    for bytes in [
+        &b""[..],
+        b"{",
+        b"\xff\xfe",
+        b"mode: nativeSidecar",
+        &[b'['; 100_000],
+    ] {
+        let raw = policy
+            .call("validate_settings", bytes)
+            .expect("validate_settings never traps");
+        let answer: Value = serde_json::from_slice(&raw).unwrap();
+        assert_eq!(
+            answer["valid"],
+            json!(false),
+            "{}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(20)])
+        );
+        assert!(answer["message"].is_string());
+        tried += 1;
+    }
+    eprintln!("| settings of every wrong type | {tried} payloads | - | invalid with a message; validate: unchanged + warning |");
+}
