@@ -257,7 +257,11 @@ fn arb_spec() -> BoxedStrategy<Spec> {
 
 fn arb_spec_inner() -> impl Strategy<Value = Spec> {
     (
-        vec((arb_app_name(), arb_container_body(false)), 0..4),
+        // One app container most often (the only shape quitEndpoint wraps).
+        prop_oneof![
+            2 => vec((arb_app_name(), arb_container_body(false)), 1..2),
+            1 => vec((arb_app_name(), arb_container_body(false)), 0..4),
+        ],
         // sidecars in `containers`: none, istio-proxy, envoy, both; at an index
         prop_oneof![
             3 => Just(vec![]),
@@ -1300,9 +1304,19 @@ proptest! {
     /// (4) App containers keep their order and content; the moved sidecar
     /// keeps every field; other init containers keep theirs.
     #[test]
-    fn containers_kept(case in arb_case_of(vec![Kind::Job, Kind::CronJob, Kind::Pod],
-                                           Just("CREATE").boxed())) {
+    fn containers_kept(
+        case in arb_case_of(vec![Kind::Job, Kind::CronJob, Kind::Pod], Just("CREATE").boxed()),
+        mode in prop::sample::select(vec!["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"]),
+    ) {
         let mut case = case;
+        // Every mode as often as the others (the workload's annotation may
+        // still pick another).
+        let mut settings = match case.settings.take() {
+            Some(Value::Object(m)) => Value::Object(m),
+            _ => json!({}),
+        };
+        settings["mode"] = json!(mode);
+        case.settings = Some(settings);
         if case.kind == Kind::Pod {
             case.request["object"]["spec"]["restartPolicy"] = json!("Never");
         }
@@ -1421,7 +1435,7 @@ fn generators_reach_the_interesting_cases() {
     use proptest::test_runner::TestRunner;
     let mut runner = TestRunner::deterministic();
     let strategy = arb_case();
-    let (mut mutated, mut moved, mut merged, mut skipped) = (0, 0, 0, 0);
+    let (mut mutated, mut moved, mut merged, mut wrapped, mut skipped) = (0, 0, 0, 0, 0);
     for _ in 0..2000 {
         let case = strategy.new_tree(&mut runner).unwrap().current();
         let mode = expected_mode(&case);
@@ -1440,10 +1454,17 @@ fn generators_reach_the_interesting_cases() {
                 mutated += 1;
                 merged += 1;
             }
+            (Some(_), Some(Mode::Quit)) => {
+                mutated += 1;
+                wrapped += 1;
+            }
             (Some(_), _) => mutated += 1,
             (None, _) => skipped += 1,
         }
     }
-    eprintln!("of 2000 generated cases: {mutated} mutated ({moved} sidecar moves, {merged} config merges), {skipped} unchanged");
-    assert!(mutated > 300 && moved > 30 && merged > 50 && skipped > 300);
+    eprintln!(
+        "of 2000 generated cases: {mutated} mutated ({moved} sidecar moves, \
+         {merged} config merges, {wrapped} commands wrapped), {skipped} unchanged"
+    );
+    assert!(mutated > 300 && moved > 30 && merged > 50 && wrapped > 10 && skipped > 300);
 }
