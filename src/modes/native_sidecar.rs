@@ -66,6 +66,13 @@ fn move_injected_sidecar(
             "{name} is the only container; left unchanged"
         )));
     }
+    // Kubernetes rejects the pod anyway; moving one of them would leave the
+    // other to be moved by a second run (not idempotent; found by fuzzing).
+    if containers.iter().filter(|c| is_sidecar(c)).count() > 1 {
+        return Ok(Outcome::warn(format!(
+            "more than one container is named {name}; left unchanged"
+        )));
+    }
     let init_names = t
         .workload
         .init_containers()
@@ -216,5 +223,26 @@ mod tests {
     #[case::nameless(&[None, Some("istio-init")], 2)]
     fn proxy_goes_after_istio_init(#[case] names: &[Option<&str>], #[case] expected: usize) {
         assert_eq!(position_after_istio_init(names.iter().copied()), expected);
+    }
+
+    /// Regression (issue 4, fuzz/regressions/validate/duplicate-sidecar.json):
+    /// two containers named like the sidecar used to be moved one per run.
+    #[test]
+    fn duplicate_sidecar_names_are_left_alone() {
+        let status = serde_json::to_string(r#"{"containers":["istio-proxy"]}"#).unwrap();
+        let payload = format!(
+            r#"{{"request":{{"kind":{{"group":"batch","kind":"Job"}},"operation":"CREATE",
+            "object":{{"spec":{{"template":{{"metadata":{{"annotations":{{"sidecar.istio.io/status":{status}}}}},
+            "spec":{{"restartPolicy":"Never","containers":[{{"name":"istio-proxy"}},{{"name":"app"}},{{"name":"istio-proxy"}}]}}}}}}}}}}}}"#
+        );
+        let answer: Value =
+            serde_json::from_slice(&crate::policy::evaluate(payload.as_bytes())).unwrap();
+        assert_eq!(answer["mutated_object"], Value::Null);
+        assert_eq!(
+            answer["warnings"],
+            json!([
+                "istio-job-sidecar: more than one container is named istio-proxy; left unchanged"
+            ])
+        );
     }
 }
