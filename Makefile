@@ -6,7 +6,7 @@ VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1
 OCI_REPOSITORY ?= ghcr.io/example/policies/istio-job-sidecar
 SOURCES     := $(shell find src -name '*.rs' -o -name '*.sh') Cargo.toml Cargo.lock
 
-.PHONY: all test unit-tests wasm-tests e2e-tests fmt lint clean demo bench floors runner
+.PHONY: all test unit-tests golden wasm-tests e2e-tests fmt lint clean demo bench floors runner
 
 all: annotated-policy.wasm
 
@@ -27,6 +27,11 @@ lint:
 
 unit-tests:
 	cargo test --locked
+
+# Rewrites test_data/cases/*/expected.json from what the policy does now:
+# review the diff before committing it.
+golden:
+	UPDATE_GOLDEN=1 cargo test --locked --test golden
 
 test: fmt lint unit-tests wasm-tests
 
