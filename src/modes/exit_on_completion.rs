@@ -11,7 +11,6 @@ use crate::json::{Node, ShapeError};
 use crate::request::ANNOTATION_PROXY_CONFIG;
 use crate::workload::{annotations_mut, template_mut};
 use serde_yaml::{Mapping, Value};
-use std::collections::BTreeSet;
 
 pub const KEY: &str = "exitOnJobCompletion";
 
@@ -48,22 +47,22 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
 /// construction; anything else goes through `merge_verified`.
 pub fn merge(text: &str) -> Result<Option<String>, String> {
     if let Some(keys) = json_object_keys(text) {
-        if keys.contains(&KEY) {
+        if keys.binary_search(&KEY).is_ok() {
             return Ok(None);
         }
         // The text is one JSON object: its last `}` closes it.
         if let Some(close) = text.rfind('}') {
             let (head, tail) = text.split_at(close);
             let sep = if keys.is_empty() { "" } else { ", " };
-            return Ok(Some(format!("{head}{sep}\"{KEY}\": true{tail}")));
+            return Ok(Some([head, sep, "\"", KEY, "\": true", tail].concat()));
         }
     }
     if let Some(block) = simple_block_mapping(text) {
-        if block.top_keys.contains(&KEY) {
+        if block.top_keys.binary_search(&KEY).is_ok() {
             return Ok(None);
         }
         let indent = &text[block.first_line..block.first_line + block.indent];
-        return Ok(Some(join_line(text, &format!("{indent}{KEY}: true"))));
+        return Ok(Some(join_line(text, &[indent, KEY, ": true"].concat())));
     }
     merge_verified(text)
 }
@@ -100,25 +99,29 @@ pub fn merge_verified(text: &str) -> Result<Option<String>, String> {
 
 /// The keys of `text` when it is exactly one JSON object with distinct keys
 /// (JSON is YAML, so any YAML reader sees the same mapping).
-fn json_object_keys(text: &str) -> Option<BTreeSet<&str>> {
+fn json_object_keys(text: &str) -> Option<Vec<&str>> {
     if !text.trim_start().starts_with('{') {
         return None;
     }
     let raw: &serde_json::value::RawValue = serde_json::from_str(text).ok()?;
     let mut node = Node::raw(raw);
     let members = node.members_mut().ok()?;
-    // A set, not a list: a list's `contains` made 30,000 keys cost seconds.
-    let mut keys = BTreeSet::new();
+    let mut keys = Vec::with_capacity(members.len());
     for (key, _) in members.iter() {
         // A key with escapes is not compared here: leave it to the parser.
         let std::borrow::Cow::Borrowed(key) = key else {
             return None;
         };
-        if !keys.insert(*key) {
-            return None;
-        }
+        keys.push(*key);
     }
-    Some(keys)
+    distinct(keys)
+}
+
+/// The keys of one mapping, sorted, or `None` when one repeats. Sorting
+/// once, not a scan per key: 30,000 keys must not cost seconds.
+fn distinct(mut keys: Vec<&str>) -> Option<Vec<&str>> {
+    keys.sort_unstable();
+    keys.windows(2).all(|w| w[0] != w[1]).then_some(keys)
 }
 
 /// A block mapping in the plain subset of YAML the recogniser accepts.
@@ -127,7 +130,8 @@ struct Block<'t> {
     /// Byte offset of the first content line, and its indentation.
     first_line: usize,
     indent: usize,
-    top_keys: BTreeSet<&'t str>,
+    /// Sorted.
+    top_keys: Vec<&'t str>,
 }
 
 /// Recognise a block mapping made only of lines `key:` (opening a nested
@@ -139,7 +143,7 @@ struct Block<'t> {
 /// markers, tabs, duplicate keys...): the YAML parser then decides.
 fn simple_block_mapping(text: &str) -> Option<Block<'_>> {
     // Indentation of each open mapping, and the keys seen at that level.
-    let mut levels: Vec<(usize, BTreeSet<&str>)> = Vec::new();
+    let mut levels: Vec<(usize, Vec<&str>)> = Vec::new();
     let mut may_open = false;
     let mut first_line = None;
     let mut offset = 0;
@@ -164,7 +168,7 @@ fn simple_block_mapping(text: &str) -> Option<Block<'_>> {
                         // Less indented than the mapping itself.
                         return None;
                     }
-                    levels.pop();
+                    distinct(levels.pop()?.1)?;
                 }
                 if levels.last().is_some_and(|(i, _)| *i != indent) {
                     return None;
@@ -172,31 +176,29 @@ fn simple_block_mapping(text: &str) -> Option<Block<'_>> {
             }
         }
         if levels.last().is_none_or(|(i, _)| *i < indent) {
-            levels.push((indent, BTreeSet::new()));
+            levels.push((indent, Vec::new()));
         }
         let (key, value) = content.split_once(':')?;
         if !plain_key(key) || !(value.is_empty() || value.starts_with(' ')) {
             return None;
         }
-        let keys = &mut levels.last_mut()?.1;
-        if !keys.insert(key) {
-            return None;
-        }
-        let value = match value.find(" #") {
-            Some(comment) => &value[..comment],
-            None => value,
-        }
-        .trim();
+        levels.last_mut()?.1.push(key);
+        let comment = value.as_bytes().windows(2).position(|w| w == b" #");
+        let value = value[..comment.unwrap_or(value.len())].trim();
         may_open = value.is_empty();
         if !may_open && !one_line_scalar(value) {
             return None;
         }
     }
-    let (indent, top_keys) = levels.into_iter().next()?;
+    let mut levels = levels.into_iter();
+    let (indent, top_keys) = levels.next()?;
+    for (_, keys) in levels {
+        distinct(keys)?;
+    }
     Some(Block {
         first_line: first_line?,
         indent,
-        top_keys,
+        top_keys: distinct(top_keys)?,
     })
 }
 
@@ -281,8 +283,8 @@ fn join_line(text: &str, line: &str) -> String {
         return line.to_owned();
     }
     match text.strip_suffix('\n') {
-        Some(body) => format!("{body}\n{line}\n"),
-        None => format!("{text}\n{line}"),
+        Some(body) => [body, "\n", line, "\n"].concat(),
+        None => [text, "\n", line].concat(),
     }
 }
 
