@@ -75,7 +75,7 @@ RUNNER    := $(HOST_DIR)/policy-runner
 FLOOR_DIR := target/$(WASM_TARGET)/release
 
 floors:
-	cargo build --target $(WASM_TARGET) --release --locked -p floor-accept -p floor-sdk-parse
+	cargo build --target $(WASM_TARGET) --release --locked -p floor-accept -p floor-sdk-parse -p floor-sdk-mutate
 
 runner:
 	cargo build --profile host --locked -p policy-runner
