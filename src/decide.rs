@@ -1,10 +1,9 @@
 //! The decision table of issue 2, as a pure function over plain data.
 //! One arm per row; the rstest table below has the same rows.
 
-use crate::request::ANNOTATION_MODE;
-use crate::response::MAX_WARNING_CHARS;
 use crate::settings::{Mode, Settings};
-use crate::workload::Kind;
+use crate::view::{Kind, ANNOTATION_MODE};
+use crate::warning;
 
 /// Value of `istio-job-sidecar/mode` that turns the policy off for a workload.
 pub const DISABLED: &str = "disabled";
@@ -93,8 +92,8 @@ fn workload_mode(facts: &Facts, settings: &Settings, warnings: &mut Vec<String>)
             let valid = Mode::ALL.map(Mode::as_str).join("|");
             let with_value =
                 format!("{ANNOTATION_MODE} {value:?} unknown; valid: {valid}|{DISABLED}");
-            // Warnings are kept to 120 characters: a long value is not repeated.
-            warnings.push(if with_value.chars().count() <= MAX_WARNING_CHARS {
+            // A value too long for the warning is not repeated.
+            warnings.push(if warning::fits(&with_value) {
                 with_value
             } else {
                 format!("{ANNOTATION_MODE} unknown, used {used}; valid: {valid}|{DISABLED}")

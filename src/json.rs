@@ -1,10 +1,18 @@
-//! A lazily expanded JSON tree for surgical edits.
+//! A lazily expanded JSON tree: why the policy does not parse the object
+//! into a `serde_json::Value` (or typed structs) like most policies do.
 //!
-//! The request object stays as borrowed raw JSON except along the few paths a
-//! mode edits: those objects and arrays are expanded one level at a time, and
-//! everything else is written back byte for byte. So nothing the policy does
-//! not mean to change can change (unknown and future fields, key order, number
-//! formats), and a large object costs a scan, not a tree of allocations.
+//! - Cost. Every Pod of a cluster may pass through `validate`, and objects
+//!   reach 1 MiB (big environments, annotations, managed fields). A full
+//!   tree costs an allocation per value to build and again to write back;
+//!   here the object stays borrowed raw JSON except along the few paths a
+//!   decision reads or a mode edits, expanded one level at a time, so a
+//!   large object costs a scan. The skip path (a Pod that runs forever, a
+//!   Job UPDATE) pays for a scan and nothing else.
+//! - Nothing dropped. Kubewarden diffs the returned object against the
+//!   request to make the patch, so any field the policy failed to carry
+//!   back (a typed struct that predates a Kubernetes field) would become a
+//!   `remove`. Raw parts are written back as they came, so unknown and future
+//!   fields survive without the policy knowing them.
 
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
@@ -38,7 +46,8 @@ impl<'a> Node<'a> {
         Node::Raw(raw)
     }
 
-    pub fn string(s: impl Into<String>) -> Self {
+    /// A JSON string the policy writes.
+    pub fn from_string(s: impl Into<String>) -> Self {
         Node::Value(Value::String(s.into()))
     }
 
@@ -157,6 +166,26 @@ impl<'a> Node<'a> {
             }
         }
         Ok(Some(node))
+    }
+
+    /// A JSON string as `Cow`, borrowed from the input when it has no escapes;
+    /// `Ok(None)` for null.
+    pub fn read_string(&self) -> Result<Option<Cow<'a, str>>, ShapeError> {
+        let expected = || ShapeError("expected a string".into());
+        match self {
+            Node::Raw(raw) if raw.get() == "null" => Ok(None),
+            // Most strings have no escapes: borrow them without a parser.
+            Node::Raw(raw) if is_plain_string(raw.get()) => {
+                let text: &'a str = raw.get();
+                Ok(Some(Cow::Borrowed(&text[1..text.len() - 1])))
+            }
+            Node::Raw(raw) => serde_json::from_str::<Key<'a>>(raw.get())
+                .map(|Key(k)| Some(k))
+                .map_err(|_| expected()),
+            Node::Value(Value::Null) => Ok(None),
+            Node::Value(Value::String(s)) => Ok(Some(Cow::Owned(s.clone()))),
+            _ => Err(expected()),
+        }
     }
 
     /// A plain `serde_json::Value` of this node (for small parts only).
@@ -280,26 +309,6 @@ impl<'de> Visitor<'de> for ExpandVisitor {
     }
 }
 
-/// A JSON string as `Cow`, borrowed from the input when it has no escapes;
-/// `Ok(None)` for null.
-pub fn string<'a>(node: &Node<'a>) -> Result<Option<Cow<'a, str>>, ShapeError> {
-    let expected = || ShapeError("expected a string".into());
-    match node {
-        Node::Raw(raw) if raw.get() == "null" => Ok(None),
-        // Most strings have no escapes: borrow them without a parser.
-        Node::Raw(raw) if is_plain_string(raw.get()) => {
-            let text: &'a str = raw.get();
-            Ok(Some(Cow::Borrowed(&text[1..text.len() - 1])))
-        }
-        Node::Raw(raw) => serde_json::from_str::<Key<'a>>(raw.get())
-            .map(|Key(k)| Some(k))
-            .map_err(|_| expected()),
-        Node::Value(Value::Null) => Ok(None),
-        Node::Value(Value::String(s)) => Ok(Some(Cow::Owned(s.clone()))),
-        _ => Err(expected()),
-    }
-}
-
 /// A raw JSON string with no escapes (raw values are valid JSON, so a
 /// leading quote and no backslash mean its content is the text between).
 fn is_plain_string(raw: &str) -> bool {
@@ -394,7 +403,7 @@ mod tests {
         let mut node = Node::raw(parse(text));
         node.object_entry("c")
             .unwrap()
-            .set("z", Node::string("new"))
+            .set("z", Node::from_string("new"))
             .unwrap();
         let out = serde_json::to_string(&node).unwrap();
         assert_eq!(
@@ -409,7 +418,7 @@ mod tests {
         assert!(node.get_mut("metadata").unwrap().is_none());
         node.object_entry("metadata")
             .unwrap()
-            .set("k", Node::string("v"))
+            .set("k", Node::from_string("v"))
             .unwrap();
         assert_eq!(node.to_value().unwrap(), json!({"metadata": {"k": "v"}}));
     }
@@ -419,7 +428,7 @@ mod tests {
         let mut node = Node::raw(parse(r#"{"a": {"n": 1}, "a": {"n": 2}}"#));
         node.object_entry("a")
             .unwrap()
-            .set("m", Node::string("x"))
+            .set("m", Node::from_string("x"))
             .unwrap();
         assert_eq!(
             serde_json::to_string(&node).unwrap(),

@@ -9,6 +9,8 @@ pub mod policy;
 pub mod request;
 pub mod response;
 pub mod settings;
+pub mod view;
+pub mod warning;
 pub mod workload;
 
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;

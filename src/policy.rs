@@ -8,7 +8,8 @@ use crate::modes::{self, Target};
 use crate::request::Request;
 use crate::response;
 use crate::settings::Settings;
-use crate::workload::{self, Kind, Workload};
+use crate::view::Kind;
+use crate::workload::{self, Workload};
 
 /// The `validate` answer for a raw payload (JSON `ValidationResponse` bytes).
 pub fn evaluate(payload: &[u8]) -> Vec<u8> {
@@ -31,10 +32,13 @@ pub fn answer(payload: &[u8]) -> Answer<'_> {
     let Ok(text) = std::str::from_utf8(payload) else {
         return Answer::Accept(vec!["request not understood: it is not UTF-8".into()]);
     };
-    let request = match Request::parse(text) {
+    // Kind and operation come before the object in what policy-server
+    // sends: the object of a request they already decide is never built.
+    let may_skip = |kind, operation: &str| decide::by_operation(kind, operation).is_some();
+    let request = match Request::parse(text, &may_skip) {
         Ok(r) => r,
         Err(e) => {
-            let why = crate::workload::without_position(&e);
+            let why = without_position(&e);
             return Answer::Accept(vec![format!("request not understood: {why}")]);
         }
     };
@@ -96,6 +100,16 @@ pub fn answer(payload: &[u8]) -> Answer<'_> {
             }
         }
         Err(e) => unexpected(&e.to_string()),
+    }
+}
+
+/// A serde error without its "at line L column C": positions in the
+/// payload mean nothing to the user reading the warning.
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(i) => text[..i].to_owned(),
+        None => text,
     }
 }
 

@@ -5,24 +5,21 @@
 //! expanded along the paths of its kind (`workload::shape`) and everything
 //! else stays raw, borrowed from the payload. When the kind and operation
 //! already say "nothing to do" (they come before the object in what
-//! policy-server sends), the object is only scanned, never built.
+//! policy-server sends), the object is only scanned, never built: which
+//! pairs those are is the caller's rule (`MaySkip`), not this reader's.
 
-use crate::decide;
 use crate::json::{Expand, Key, Node};
-use crate::workload::{self, Kind};
+use crate::view::Kind;
+use crate::workload;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
 
-pub const ANNOTATION_MODE: &str = "istio-job-sidecar/mode";
-pub const ANNOTATION_QUIT_WRAPPED: &str = "istio-job-sidecar/quit-wrapped";
-pub const ANNOTATION_STATUS: &str = "sidecar.istio.io/status";
-pub const ANNOTATION_NATIVE_SIDECAR: &str = "sidecar.istio.io/nativeSidecar";
-pub const ANNOTATION_PROXY_CONFIG: &str = "proxy.istio.io/config";
-/// Both a label (preferred by Istio) and a legacy annotation.
-pub const INJECT: &str = "sidecar.istio.io/inject";
+/// The caller's rule: `true` for a kind and operation whose object need
+/// not be read at all.
+pub type MaySkip<'s> = &'s dyn Fn(Kind, &str) -> bool;
 
 /// What `validate` needs of its payload `{"request": ..., "settings": ...}`.
 #[derive(Debug, Default)]
@@ -39,10 +36,10 @@ pub struct Request<'a> {
 impl<'a> Request<'a> {
     /// Read a payload. An error is a payload that is not JSON or not shaped
     /// like an admission request at its top levels.
-    pub fn parse(text: &'a str) -> Result<Request<'a>, serde_json::Error> {
+    pub fn parse(text: &'a str, skip: MaySkip) -> Result<Request<'a>, serde_json::Error> {
         let mut request = Request::default();
         let mut de = serde_json::Deserializer::from_str(text);
-        PayloadSeed(&mut request).deserialize(&mut de)?;
+        PayloadSeed(&mut request, skip).deserialize(&mut de)?;
         de.end()?;
         Ok(request)
     }
@@ -57,16 +54,16 @@ struct GroupKind<'a> {
 }
 
 /// The top level: `request` and `settings`; anything else is skipped.
-struct PayloadSeed<'r, 'a>(&'r mut Request<'a>);
+struct PayloadSeed<'r, 'a, 's>(&'r mut Request<'a>, MaySkip<'s>);
 
-impl<'de, 'r> DeserializeSeed<'de> for PayloadSeed<'r, 'de> {
+impl<'de> DeserializeSeed<'de> for PayloadSeed<'_, 'de, '_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de, 'r> Visitor<'de> for PayloadSeed<'r, 'de> {
+impl<'de> Visitor<'de> for PayloadSeed<'_, 'de, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object with request and settings")
@@ -74,7 +71,7 @@ impl<'de, 'r> Visitor<'de> for PayloadSeed<'r, 'de> {
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
         while let Some(Key(key)) = map.next_key()? {
             match key.as_ref() {
-                "request" => map.next_value_seed(RequestSeed(&mut *self.0))?,
+                "request" => map.next_value_seed(RequestSeed(&mut *self.0, self.1))?,
                 "settings" => self.0.settings = Some(map.next_value()?),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -86,22 +83,22 @@ impl<'de, 'r> Visitor<'de> for PayloadSeed<'r, 'de> {
 }
 
 /// The AdmissionRequest: kind, operation and object.
-struct RequestSeed<'r, 'a>(&'r mut Request<'a>);
+struct RequestSeed<'r, 'a, 's>(&'r mut Request<'a>, MaySkip<'s>);
 
-impl<'de, 'r> DeserializeSeed<'de> for RequestSeed<'r, 'de> {
+impl<'de> DeserializeSeed<'de> for RequestSeed<'_, 'de, '_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de, 'r> Visitor<'de> for RequestSeed<'r, 'de> {
+impl<'de> Visitor<'de> for RequestSeed<'_, 'de, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an admission request object")
     }
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
-        let request = self.0;
+        let RequestSeed(request, skip) = self;
         // Until `kind` is read, the object is expanded for any handled kind.
         let mut kind_seen = false;
         while let Some(Key(key)) = map.next_key()? {
@@ -120,8 +117,8 @@ impl<'de, 'r> Visitor<'de> for RequestSeed<'r, 'de> {
                         (true, None) => None,
                         (true, Some(kind)) => {
                             let operation = request.operation.as_deref();
-                            let skip = operation.and_then(|op| decide::by_operation(kind, op));
-                            skip.is_none().then(|| workload::shape(Some(kind)))
+                            let skipped = operation.is_some_and(|op| skip(kind, op));
+                            (!skipped).then(|| workload::shape(Some(kind)))
                         }
                     };
                     request.object = match wanted {
@@ -141,57 +138,4 @@ impl<'de, 'r> Visitor<'de> for RequestSeed<'r, 'de> {
         }
         Ok(())
     }
-}
-
-/// The annotations and labels decisions read; all others are skipped.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Meta<'a> {
-    pub annotations: Option<Annotations<'a>>,
-    pub labels: Option<Labels<'a>>,
-}
-
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Annotations<'a> {
-    pub mode: Option<Cow<'a, str>>,
-    pub quit_wrapped: Option<Cow<'a, str>>,
-    pub status: Option<Cow<'a, str>>,
-    pub native_sidecar: Option<Cow<'a, str>>,
-    pub proxy_config: Option<Cow<'a, str>>,
-    pub inject: Option<Cow<'a, str>>,
-}
-
-impl<'a> Annotations<'a> {
-    /// The field for annotation `key`, if it is one decisions read.
-    pub fn field(&mut self, key: &str) -> Option<&mut Option<Cow<'a, str>>> {
-        Some(match key {
-            ANNOTATION_MODE => &mut self.mode,
-            ANNOTATION_QUIT_WRAPPED => &mut self.quit_wrapped,
-            ANNOTATION_STATUS => &mut self.status,
-            ANNOTATION_NATIVE_SIDECAR => &mut self.native_sidecar,
-            ANNOTATION_PROXY_CONFIG => &mut self.proxy_config,
-            INJECT => &mut self.inject,
-            _ => return None,
-        })
-    }
-}
-
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Labels<'a> {
-    pub inject: Option<Cow<'a, str>>,
-}
-
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct PodSpec<'a> {
-    pub restart_policy: Option<Cow<'a, str>>,
-    pub containers: Option<Vec<Container<'a>>>,
-    pub init_containers: Option<Vec<Container<'a>>>,
-}
-
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Container<'a> {
-    pub name: Option<Cow<'a, str>>,
-    pub restart_policy: Option<Cow<'a, str>>,
-    /// Whether the container sets `command` (its content is read by the mode
-    /// that needs it, from the object itself).
-    pub has_command: bool,
 }

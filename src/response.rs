@@ -3,12 +3,8 @@
 //! rebuilt as a `serde_json::Value` first.
 
 use crate::json::Node;
+use crate::warning;
 use serde::Serialize;
-
-/// Warnings reach the `kubectl` user; the API server asks for at most 120
-/// characters each.
-pub const MAX_WARNING_CHARS: usize = 120;
-const PREFIX: &str = "istio-job-sidecar: ";
 
 #[derive(Serialize)]
 struct ValidationResponse<'r, 'a> {
@@ -25,7 +21,6 @@ pub fn accept(warnings: &[String]) -> Vec<u8> {
     write(None, warnings, 0)
 }
 
-/// Accept with `object` as the mutated object.
 /// Accept with `object` as the mutated object; `size_hint` is about the
 /// size of the object as JSON.
 pub fn mutate(object: &Node, warnings: &[String], size_hint: usize) -> Vec<u8> {
@@ -39,7 +34,8 @@ fn write(object: Option<&Node>, warnings: &[String], size_hint: usize) -> Vec<u8
         code: None,
         mutated_object,
         audit_annotations: None,
-        warnings: (!warnings.is_empty()).then(|| warnings.iter().map(|w| warning(w)).collect()),
+        warnings: (!warnings.is_empty())
+            .then(|| warnings.iter().map(|w| warning::format(w)).collect()),
     };
     // One allocation for the answer: it is about the size of the request.
     let mut out = Vec::with_capacity(size_hint + 256);
@@ -53,23 +49,6 @@ fn write(object: Option<&Node>, warnings: &[String], size_hint: usize) -> Vec<u8
 }
 
 const FALLBACK: &[u8] = br#"{"accepted":true,"message":null,"code":null,"mutated_object":null,"audit_annotations":null,"warnings":null}"#;
-
-/// `text` with the policy's prefix (unless it already names the policy), cut
-/// to `MAX_WARNING_CHARS` characters.
-pub fn warning(text: &str) -> String {
-    let mut out = String::with_capacity(MAX_WARNING_CHARS + 4);
-    if !text.starts_with("istio-job-sidecar") {
-        out.push_str(PREFIX);
-    }
-    let room = MAX_WARNING_CHARS - out.len();
-    if text.chars().count() <= room {
-        out.push_str(text);
-    } else {
-        out.extend(text.chars().take(room - 1));
-        out.push('…');
-    }
-    out
-}
 
 #[cfg(test)]
 mod tests {
@@ -93,14 +72,5 @@ mod tests {
             serde_json::from_slice(&kubewarden_policy_sdk::mutate_request(object).unwrap())
                 .unwrap();
         assert_eq!(ours, sdk);
-    }
-
-    #[test]
-    fn warnings_are_prefixed_and_short() {
-        let long = "é".repeat(500);
-        let w = warning(&long);
-        assert_eq!(w.chars().count(), MAX_WARNING_CHARS);
-        assert!(w.starts_with(PREFIX) && w.ends_with('…'));
-        assert_eq!(warning("short"), "istio-job-sidecar: short");
     }
 }

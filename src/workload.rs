@@ -5,45 +5,9 @@
 //! status on `spec.jobTemplate.metadata`, not on the pod template (facts.md),
 //! so that metadata is read too.
 
-use crate::json::{self, Node, Shape, ShapeError};
-use crate::request::{Annotations, Container, Labels, Meta, PodSpec, INJECT};
+use crate::json::{Node, Shape, ShapeError};
+use crate::view::{Annotations, Container, Kind, Labels, Meta, PodSpec, INJECT};
 use std::borrow::Cow;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Job,
-    CronJob,
-    Pod,
-}
-
-impl Kind {
-    /// The kinds this policy handles, by the request's group and kind.
-    pub fn from_group_kind(group: &str, kind: &str) -> Option<Kind> {
-        match (group, kind) {
-            ("batch", "Job") => Some(Kind::Job),
-            ("batch", "CronJob") => Some(Kind::CronJob),
-            ("", "Pod") => Some(Kind::Pod),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Job => "Job",
-            Kind::CronJob => "CronJob",
-            Kind::Pod => "Pod",
-        }
-    }
-
-    /// Path from the object to its pod template (`{metadata, spec}`).
-    pub fn template_path(self) -> &'static [&'static str] {
-        match self {
-            Kind::Job => &["spec", "template"],
-            Kind::CronJob => &["spec", "jobTemplate", "spec", "template"],
-            Kind::Pod => &[],
-        }
-    }
-}
 
 /// What decisions and modes read of a handled object.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -238,16 +202,6 @@ pub fn annotations_mut<'n, 'a>(owner: &'n mut Node<'a>) -> Result<&'n mut Node<'
     owner.object_entry("metadata")?.object_entry("annotations")
 }
 
-/// A serde error without its "at line L column C": positions in the
-/// object's JSON mean nothing to the user reading the warning.
-pub fn without_position(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    match text.rfind(" at line ") {
-        Some(i) => text[..i].to_owned(),
-        None => text,
-    }
-}
-
 /// A JSON path for messages (`spec.template.spec.containers[1]`), built
 /// on the stack and written out only when there is an error to report.
 #[derive(Clone, Copy)]
@@ -308,7 +262,7 @@ fn member_string<'a>(
     key: &str,
 ) -> Result<Option<Cow<'a, str>>, String> {
     match member(node, at, key)? {
-        Some(child) => json::string(child).map_err(|e| at.key(key).error(e)),
+        Some(child) => child.read_string().map_err(|e| at.key(key).error(e)),
         None => Ok(None),
     }
 }
@@ -325,7 +279,7 @@ fn read_meta<'a>(owner: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
         let mut read = Annotations::default();
         for (key, value) in annotations.members_mut().map_err(|e| at.error(e))? {
             if let Some(field) = read.field(key) {
-                *field = json::string(value).map_err(|e| at.key(key).error(e))?;
+                *field = value.read_string().map_err(|e| at.key(key).error(e))?;
             }
         }
         meta.annotations = Some(read);
@@ -335,7 +289,7 @@ fn read_meta<'a>(owner: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
         let mut read = Labels::default();
         for (key, value) in labels.members_mut().map_err(|e| at.error(e))? {
             if key == INJECT {
-                read.inject = json::string(value).map_err(|e| at.key(key).error(e))?;
+                read.inject = value.read_string().map_err(|e| at.key(key).error(e))?;
             }
         }
         meta.labels = Some(read);

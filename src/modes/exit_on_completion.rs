@@ -8,7 +8,7 @@
 
 use super::{Outcome, Target};
 use crate::json::{Node, ShapeError};
-use crate::request::ANNOTATION_PROXY_CONFIG;
+use crate::view::ANNOTATION_PROXY_CONFIG;
 use crate::workload::{annotations_mut, template_mut};
 use serde_yaml::{Mapping, Value};
 
@@ -25,14 +25,14 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
             Ok(Some(merged)) => merged,
             Ok(None) => return Ok(Outcome::unchanged()),
             Err(why) => {
-                return Ok(Outcome::warn(format!(
+                return Ok(Outcome::unchanged_because(format!(
                     "{ANNOTATION_PROXY_CONFIG} left unchanged: {why}"
                 )))
             }
         },
     };
     let template = template_mut(t.kind, t.object)?;
-    annotations_mut(template)?.set(ANNOTATION_PROXY_CONFIG, Node::string(merged))?;
+    annotations_mut(template)?.set(ANNOTATION_PROXY_CONFIG, Node::from_string(merged))?;
     Ok(Outcome::changed())
 }
 

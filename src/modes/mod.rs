@@ -8,7 +8,8 @@ pub mod quit_endpoint;
 
 use crate::json::{Node, ShapeError};
 use crate::settings::{Mode, Settings};
-use crate::workload::{Kind, Workload};
+use crate::view::Kind;
+use crate::workload::Workload;
 
 /// What a mode works on: the view it decides from and the object it edits.
 pub struct Target<'t, 'a> {
@@ -38,7 +39,7 @@ impl Outcome {
     }
 
     /// Unchanged, and the user is told why.
-    pub fn warn(message: impl Into<String>) -> Self {
+    pub fn unchanged_because(message: impl Into<String>) -> Self {
         Outcome {
             changed: false,
             warnings: vec![message.into()],

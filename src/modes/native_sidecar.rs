@@ -11,7 +11,7 @@
 
 use super::{Outcome, Target};
 use crate::json::{Node, ShapeError};
-use crate::request::{Container, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_STATUS};
+use crate::view::{Container, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_STATUS};
 use crate::workload::{annotations_mut, template_mut, StatusAt};
 use serde_json::{json, Value};
 
@@ -36,7 +36,7 @@ fn request_native_injection(t: &mut Target) -> Result<Outcome, ShapeError> {
         return Ok(Outcome::unchanged());
     }
     let template = template_mut(t.kind, t.object)?;
-    annotations_mut(template)?.set(ANNOTATION_NATIVE_SIDECAR, Node::string("true"))?;
+    annotations_mut(template)?.set(ANNOTATION_NATIVE_SIDECAR, Node::from_string("true"))?;
     Ok(Outcome::changed())
 }
 
@@ -52,24 +52,24 @@ fn move_injected_sidecar(
         return Ok(
             match t.workload.init_containers().iter().find(|c| is_sidecar(c)) {
                 Some(c) if c.restart_policy.as_deref() == Some("Always") => Outcome::unchanged(),
-                Some(_) => Outcome::warn(format!(
+                Some(_) => Outcome::unchanged_because(format!(
                     "init container {name} lacks restartPolicy: Always; left unchanged"
                 )),
-                None => Outcome::warn(format!(
+                None => Outcome::unchanged_because(format!(
                     "injected pod template has no container {name}; left unchanged"
                 )),
             },
         );
     };
     if containers.len() == 1 {
-        return Ok(Outcome::warn(format!(
+        return Ok(Outcome::unchanged_because(format!(
             "{name} is the only container; left unchanged"
         )));
     }
     // Kubernetes rejects the pod anyway; moving one of them would leave the
     // other to be moved by a second run (not idempotent; found by fuzzing).
     if containers.iter().filter(|c| is_sidecar(c)).count() > 1 {
-        return Ok(Outcome::warn(format!(
+        return Ok(Outcome::unchanged_because(format!(
             "more than one container is named {name}; left unchanged"
         )));
     }
@@ -90,7 +90,7 @@ fn move_injected_sidecar(
         return Err(ShapeError("containers changed under the view".into()));
     }
     let mut sidecar = items.remove(index);
-    sidecar.set("restartPolicy", Node::string("Always"))?;
+    sidecar.set("restartPolicy", Node::from_string("Always"))?;
     if sidecar.get_mut("startupProbe")?.is_none() {
         sidecar.set("startupProbe", Node::Value(istio_native_startup_probe()))?;
     }
@@ -108,7 +108,7 @@ fn move_injected_sidecar(
                     .path_mut(&["spec", "jobTemplate"])?
                     .ok_or_else(|| ShapeError("CronJob has no jobTemplate".into()))?,
             };
-            annotations_mut(owner)?.set(ANNOTATION_STATUS, Node::string(status))?;
+            annotations_mut(owner)?.set(ANNOTATION_STATUS, Node::from_string(status))?;
         }
         Err(why) => outcome.warnings.push(format!(
             "moved {name}, but {ANNOTATION_STATUS} was not updated: {why}"

@@ -18,8 +18,8 @@
 
 use super::{Outcome, Target};
 use crate::json::{Node, ShapeError};
-use crate::request::ANNOTATION_QUIT_WRAPPED;
-use crate::response::MAX_WARNING_CHARS;
+use crate::view::ANNOTATION_QUIT_WRAPPED;
+use crate::warning;
 use crate::workload::{annotations_mut, template_mut};
 
 /// The wrapper script (`sh -c` text). No `$(` and no `$$` in it, as
@@ -55,7 +55,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         .collect();
     let (index, name) = match apps.as_slice() {
         [] => {
-            return Ok(Outcome::warn(
+            return Ok(Outcome::unchanged_because(
                 "quitEndpoint: no application container to wrap",
             ))
         }
@@ -83,9 +83,9 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
     let template = template_mut(t.kind, t.object)?;
     let container = container_mut(template, index)?;
     let Some(command) = read_command(container)? else {
-        return Ok(Outcome::warn(no_command(name)));
+        return Ok(Outcome::unchanged_because(no_command(name)));
     };
-    let original = match wrapped(&command) {
+    let original = match original_command(&command) {
         // Wrapped before: only the wrapper part is brought up to date (new
         // settings, or a newer policy), the original argv is kept as it is.
         Some(_) if command[..PREFIX_LEN] == prefix => {
@@ -107,7 +107,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         container.set("command", Node::Value(serde_json::Value::Array(new)))?;
     }
     if !recorded {
-        annotations_mut(template)?.set(ANNOTATION_QUIT_WRAPPED, Node::string(name))?;
+        annotations_mut(template)?.set(ANNOTATION_QUIT_WRAPPED, Node::from_string(name))?;
     }
     Ok(Outcome::changed())
 }
@@ -116,7 +116,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
 /// under the others, so none is wrapped, and a wrapper left from an earlier
 /// pass (a container added to a CronJob later) is taken off again.
 fn several_apps(t: &mut Target, apps: &[(usize, &str)]) -> Result<Outcome, ShapeError> {
-    let mut outcome = Outcome::warn(format!(
+    let mut outcome = Outcome::unchanged_because(format!(
         "quitEndpoint wraps a single app container, this pod has {}: not wrapped; \
          consider nativeSidecar",
         apps.len()
@@ -127,7 +127,7 @@ fn several_apps(t: &mut Target, apps: &[(usize, &str)]) -> Result<Outcome, Shape
         let Some(command) = read_command(container)? else {
             continue;
         };
-        if let Some(original) = wrapped(&command) {
+        if let Some(original) = original_command(&command) {
             let original = original.iter().cloned().map(serde_json::Value::String);
             let original = serde_json::Value::Array(original.collect());
             container.set("command", Node::Value(original))?;
@@ -170,8 +170,9 @@ fn read_command(container: &mut Node) -> Result<Option<Vec<String>>, ShapeError>
     Ok((!command.is_empty()).then_some(command))
 }
 
-/// The original command of a command this mode wrapped, else `None`.
-pub fn wrapped(command: &[String]) -> Option<&[String]> {
+/// The original command inside a command this mode wrapped; `None` when
+/// `command` is not one of its wrappers.
+pub fn original_command(command: &[String]) -> Option<&[String]> {
     let is = command.len() >= PREFIX_LEN
         && command[0] == SHELL
         && command[1] == "-c"
@@ -183,8 +184,7 @@ fn no_command(name: &str) -> String {
     const TAIL: &str =
         "no command, not wrapped; set command to use quitEndpoint, or use another mode";
     let full = format!("container {name}: {TAIL}");
-    // The prefix added by response::warning is 19 characters.
-    if full.chars().count() + 19 <= MAX_WARNING_CHARS {
+    if warning::fits(&full) {
         full
     } else {
         TAIL.to_owned()
@@ -195,7 +195,8 @@ fn no_command(name: &str) -> String {
 mod tests {
     use super::*;
     use crate::settings::Settings;
-    use crate::workload::{Kind, Workload};
+    use crate::view::Kind;
+    use crate::workload::Workload;
     use rstest::rstest;
     use serde_json::{json, Value};
 
@@ -301,7 +302,7 @@ mod tests {
             "{:?}",
             outcome.warnings
         );
-        let text = crate::response::warning(&outcome.warnings[0]);
+        let text = crate::warning::format(&outcome.warnings[0]);
         assert!(!text.ends_with('…'), "{text}");
         assert_eq!(out, object);
     }
@@ -311,7 +312,7 @@ mod tests {
         let name = "a".repeat(63);
         let object = job(json!([{"name": name}]));
         let (outcome, _) = run(Kind::Job, &object);
-        let text = crate::response::warning(&outcome.warnings[0]);
+        let text = crate::warning::format(&outcome.warnings[0]);
         assert!(text.ends_with("or use another mode"), "{text}");
     }
 
@@ -456,6 +457,6 @@ mod tests {
     #[case::plain(&["run"], None)]
     fn recognises_its_own_wrapper(#[case] command: &[&str], #[case] original: Option<usize>) {
         let command: Vec<String> = command.iter().map(|s| (*s).to_owned()).collect();
-        assert_eq!(wrapped(&command).map(<[String]>::len), original);
+        assert_eq!(original_command(&command).map(<[String]>::len), original);
     }
 }
