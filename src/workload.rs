@@ -159,6 +159,15 @@ impl<'a> Workload<'a> {
             .or_else(|| status(&self.job_template_meta).map(|s| (StatusAt::JobTemplate, s)))
     }
 
+    /// `status.sidecar.istio.io/port` when it is a port number: on the
+    /// template, else (kube-injected CronJob) on the jobTemplate.
+    pub fn status_port(&self) -> Option<u16> {
+        [&self.template_meta, &self.job_template_meta]
+            .into_iter()
+            .find_map(|m| m.annotations.as_ref()?.status_port.as_deref())
+            .and_then(|port| port.parse().ok())
+    }
+
     /// Injection switched off for this pod, the way Istio's injector reads it:
     /// the label first, then the legacy annotation; any non-empty value other
     /// than y/yes/true/on means "do not inject".

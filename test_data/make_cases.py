@@ -228,6 +228,26 @@ def main():
     )
     write("kube-injected-cni-with-init-native", request(cni))
 
+    # An older proxy (no startupProbe) whose status ports are not the
+    # defaults: the added probe checks what its readinessProbe checks, the
+    # drain hook talks to the pod's status port.
+    custom_ports = fixture("istio-job-kube-injected-classic.yaml")
+    proxy = next(c for c in template(custom_ports)["spec"]["containers"] if c["name"] == "istio-proxy")
+    del proxy["startupProbe"]
+    proxy["readinessProbe"]["httpGet"]["port"] = 15121
+    annotate(custom_ports, "status.sidecar.istio.io/port", "15120")
+    write("kube-injected-custom-status-port-native", request(custom_ports))
+
+    # A proxy with its own lifecycle (holdApplicationUntilProxyStarts) keeps
+    # it; one without a readinessProbe gets no startupProbe (Istio writes
+    # both or neither).
+    held = fixture("istio-job-kube-injected-classic.yaml")
+    proxy = next(c for c in template(held)["spec"]["containers"] if c["name"] == "istio-proxy")
+    proxy["lifecycle"] = {"postStart": {"exec": {"command": ["pilot-agent", "wait"]}}}
+    del proxy["readinessProbe"]
+    del proxy["startupProbe"]
+    write("kube-injected-lifecycle-no-probes-native", request(held))
+
     # Injection customization: a partial istio-proxy, no status: not a proxy.
     custom = job()
     template(custom)["spec"]["containers"].append(

@@ -80,6 +80,7 @@ fn move_injected_sidecar(
         .map(|c| c.name.as_deref());
     let insert_at = position_after_istio_init(init_names);
     let new_status = native_status(status, name);
+    let status_port = t.workload.status_port();
 
     let template = template_mut(t.kind, t.object)?;
     let spec = template
@@ -90,10 +91,7 @@ fn move_injected_sidecar(
         return Err(ShapeError("containers changed under the view".into()));
     }
     let mut sidecar = items.remove(index);
-    sidecar.set("restartPolicy", Node::from_string("Always"))?;
-    if sidecar.get_mut("startupProbe")?.is_none() {
-        sidecar.set("startupProbe", Node::Value(istio_native_startup_probe()))?;
-    }
+    make_native(&mut sidecar, status_port)?;
     let init = spec.array_entry("initContainers")?.items_mut()?;
     init.insert(insert_at.min(init.len()), sidecar);
 
@@ -128,15 +126,61 @@ pub fn position_after_istio_init<'n>(names: impl Iterator<Item = Option<&'n str>
         .unwrap_or(0)
 }
 
-/// The probe Istio gives a native sidecar: app containers start only once
-/// the proxy is ready (pkg/kube/inject templates).
-fn istio_native_startup_probe() -> Value {
-    json!({
-        "failureThreshold": 600,
-        "httpGet": {"path": "/healthz/ready", "port": 15021},
-        "periodSeconds": 1,
-        "timeoutSeconds": 3
-    })
+/// What Istio's injector gives a proxy it injects in native form, added to
+/// a proxy moved there: `restartPolicy: Always`; unless the proxy has them,
+/// the `startupProbe` that holds the app containers back until the proxy is
+/// ready, and the `preStop` hook that starts draining when the pod stops.
+fn make_native(sidecar: &mut Node, status_port: Option<u16>) -> Result<(), ShapeError> {
+    sidecar.set("restartPolicy", Node::from_string("Always"))?;
+    if sidecar.get_mut("startupProbe")?.is_none() {
+        if let Some(probe) = startup_probe(sidecar)? {
+            sidecar.set("startupProbe", probe)?;
+        }
+    }
+    let port = status_port.unwrap_or(DEFAULT_STATUS_PORT);
+    if sidecar.get_mut("lifecycle")?.is_none() && port != 0 {
+        sidecar.set("lifecycle", Node::Value(drain_hook(port)))?;
+    }
+    Ok(())
+}
+
+/// pilot-agent's status port when the pod does not set one (Istio's
+/// `global.proxy.statusPort`).
+const DEFAULT_STATUS_PORT: u16 = 15020;
+
+/// Probe handlers, in the order Kubernetes lists them.
+const PROBE_HANDLERS: [&str; 4] = ["exec", "httpGet", "tcpSocket", "grpc"];
+
+/// Istio's native startup probe (pkg/kube/inject templates: period 1 s,
+/// timeout 3 s, 600 tries) on what the proxy's readiness probe checks
+/// (`/healthz/ready` on the status port, 15021 unless configured
+/// otherwise). Istio writes both probes or neither: a proxy without a
+/// readiness probe gets none (a probe on a guessed port would hold the pod
+/// forever).
+fn startup_probe<'a>(sidecar: &mut Node<'a>) -> Result<Option<Node<'a>>, ShapeError> {
+    let Some(readiness) = sidecar.get_mut("readinessProbe")? else {
+        return Ok(None);
+    };
+    for handler in PROBE_HANDLERS {
+        if let Some(check) = readiness.get_mut(handler)? {
+            let check = check.clone();
+            return Ok(Some(Node::Object(vec![
+                ("failureThreshold".into(), Node::Value(600.into())),
+                (handler.into(), check),
+                ("periodSeconds".into(), Node::Value(1.into())),
+                ("timeoutSeconds".into(), Node::Value(3.into())),
+            ])));
+        }
+    }
+    Ok(None)
+}
+
+/// Istio's native `preStop`: ask pilot-agent to drain the proxy once the pod
+/// is stopping.
+fn drain_hook(status_port: u16) -> Value {
+    json!({"preStop": {"exec": {"command": [
+        "pilot-agent", "request", format!("--debug-port={status_port}"), "POST", "drain"
+    ]}}})
 }
 
 /// `sidecar.istio.io/status` with `name` moved from `containers` to
@@ -223,6 +267,72 @@ mod tests {
     #[case::nameless(&[None, Some("istio-init")], 2)]
     fn proxy_goes_after_istio_init(#[case] names: &[Option<&str>], #[case] expected: usize) {
         assert_eq!(position_after_istio_init(names.iter().copied()), expected);
+    }
+
+    fn native(sidecar: Value, status_port: Option<u16>) -> Value {
+        let text = sidecar.to_string();
+        let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
+        let mut node = Node::raw(raw);
+        make_native(&mut node, status_port).unwrap();
+        node.to_value().unwrap()
+    }
+
+    fn drain(port: u16) -> Value {
+        let flag = format!("--debug-port={port}");
+        json!({"preStop": {"exec": {"command": ["pilot-agent", "request", flag, "POST", "drain"]}}})
+    }
+
+    fn startup(handler: &str, check: Value) -> Value {
+        json!({"failureThreshold": 600, handler: check, "periodSeconds": 1, "timeoutSeconds": 3})
+    }
+
+    /// Istio's native form, from what the proxy says about itself (issue 10).
+    #[rstest]
+    #[case::istio_default(
+        json!({"name": "istio-proxy", "readinessProbe": {"httpGet": {"path": "/healthz/ready", "port": 15021}}}),
+        None,
+        Some(startup("httpGet", json!({"path": "/healthz/ready", "port": 15021}))),
+        Some(drain(15020))
+    )]
+    #[case::other_ports(
+        json!({"name": "istio-proxy", "readinessProbe": {"periodSeconds": 15, "httpGet": {"path": "/ready", "port": 15121, "scheme": "HTTP"}}}),
+        Some(15120),
+        Some(startup("httpGet", json!({"path": "/ready", "port": 15121, "scheme": "HTTP"}))),
+        Some(drain(15120))
+    )]
+    #[case::exec_readiness(
+        json!({"name": "istio-proxy", "readinessProbe": {"exec": {"command": ["pilot-agent", "wait"]}}}),
+        None,
+        Some(startup("exec", json!({"command": ["pilot-agent", "wait"]}))),
+        Some(drain(15020))
+    )]
+    #[case::no_readiness_no_probe(json!({"name": "istio-proxy"}), None, None, Some(drain(15020)))]
+    #[case::status_port_off(json!({"name": "istio-proxy"}), Some(0), None, None)]
+    #[case::own_probe_and_lifecycle_kept(
+        json!({"name": "istio-proxy", "startupProbe": {"tcpSocket": {"port": 1}}, "lifecycle": {"postStart": {"exec": {"command": ["pilot-agent", "wait"]}}},
+               "readinessProbe": {"httpGet": {"path": "/healthz/ready", "port": 15021}}}),
+        Some(15120),
+        Some(json!({"tcpSocket": {"port": 1}})),
+        Some(json!({"postStart": {"exec": {"command": ["pilot-agent", "wait"]}}}))
+    )]
+    fn made_native_like_istio(
+        #[case] sidecar: Value,
+        #[case] status_port: Option<u16>,
+        #[case] startup_probe: Option<Value>,
+        #[case] lifecycle: Option<Value>,
+    ) {
+        let out = native(sidecar.clone(), status_port);
+        assert_eq!(out["restartPolicy"], "Always");
+        assert_eq!(out["startupProbe"], startup_probe.unwrap_or(Value::Null));
+        assert_eq!(out["lifecycle"], lifecycle.unwrap_or(Value::Null));
+        // Nothing else changes.
+        let mut rest = out.as_object().unwrap().clone();
+        for key in ["restartPolicy", "startupProbe", "lifecycle"] {
+            if sidecar.get(key).is_none() {
+                rest.remove(key);
+            }
+        }
+        assert_eq!(Value::Object(rest), sidecar);
     }
 
     /// Regression (issue 4, fuzz/regressions/validate/duplicate-sidecar.json):
