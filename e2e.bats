@@ -4,23 +4,25 @@
 # admission requests of test_data/cases/<case>/ with that case's settings, and
 # on the settings of test_data/settings/. One test per behaviour of the policy
 # (see "What is mutated, and what never is" in README.md) and per settings
-# error.
+# error; and every examples/*.yaml ClusterAdmissionPolicy run as the policy.
 #
 #   make e2e-tests          # builds and annotates the module, then runs this file
 #   bats e2e.bats           # with annotated-policy.wasm already built
 #
 # POLICY=<path or registry:// reference> runs another build of the module.
-# Without kwctl on PATH every test reports itself skipped. Needs jq or python3.
+# Without kwctl on PATH every test reports itself skipped (.ci/run fails when
+# one is skipped while kwctl is on PATH). Needs jq and python3 with PyYAML.
 #
 # Each case is also held to its golden file, test_data/cases/<case>/expected.json
-# (which runner/tests/wasm_cases.rs compares whole, `make wasm-tests`): a patch
-# exactly when the expected mutatedObject is not null, and exactly the expected
-# warnings.
+# (which runner/tests/wasm_cases.rs compares whole, `make wasm-tests`): the
+# patch kwctl computes, applied to the request's object, gives exactly the
+# expected mutatedObject (no patch when that is null), with exactly the
+# expected warnings.
+
+load bats_helpers
 
 setup() {
-	if ! command -v kwctl >/dev/null 2>&1; then
-		skip "kwctl not found on PATH: skipping e2e tests (the wasm-level tests in runner/ cover the module)"
-	fi
+	require_kwctl
 	POLICY="${POLICY:-annotated-policy.wasm}"
 }
 
@@ -41,21 +43,19 @@ run_case() {
 	[[ "$output" == *'"allowed":true'* ]]
 
 	# as the golden file says: patch or not, and the very same warnings
-	local expected="$case_dir/expected.json" warnings
+	local expected="$case_dir/expected.json" warnings patched
 	if [ "$(json_get "$expected" mutatedObject)" = null ]; then
 		assert_not_patched
 	else
 		assert_patched
+		patched=$(decoded_patch | patched_object "$case_dir/request.json")
+		echo "patched object = ${patched}"
+		[ "$patched" = "$(jq -cS .mutatedObject "$expected")" ]
 	fi
 	warnings=$(response | json_field warnings)
 	[ "$warnings" != null ] || warnings='[]'
 	echo "warnings = ${warnings}"
 	[ "$warnings" = "$(json_get "$expected" warnings)" ]
-}
-
-# The AdmissionResponse: the line of JSON kwctl prints on stdout.
-response() {
-	printf '%s\n' "$output" | grep '"allowed"' | tail -n 1
 }
 
 # The response carries a JSONPatch; with an argument, the decoded patch
@@ -118,21 +118,6 @@ assert_settings_rejected() {
 	run_settings "$1"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"$message"* ]]
-}
-
-# Value of a top-level key of the JSON document on stdin: the raw string, or
-# compact JSON (null when absent).
-json_field() {
-	if command -v jq >/dev/null 2>&1; then
-		jq -cj --arg k "$1" '.[$k] | if type == "string" then . else tojson end'
-	else
-		python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print(v if isinstance(v,str) else json.dumps(v,separators=(",",":"),ensure_ascii=False),end="")' "$1"
-	fi
-}
-
-# Value of a top-level key of a JSON file.
-json_get() {
-	json_field "$2" <"$1"
 }
 
 # --- Which requests are mutated -------------------------------------------
@@ -456,16 +441,45 @@ json_get() {
 	[ "$status" -ne 0 ]
 }
 
-# --- this file keeps up with test_data -------------------------------------
+# --- examples/: each ClusterAdmissionPolicy file itself as the policy --------
+# Its module pointed at the build under test, on a Job CREATE and on a
+# run-to-completion Pod CREATE: the same response as the module run with the
+# example's settings (what kwctl compares and ignores: check_example in
+# bats_helpers.bash).
 
-@test "every case of test_data/cases and test_data/settings has a test here" {
+run_example() {
+	local module
+	module=$(module_uri "$POLICY")
+	check_example "examples/$1" test_data/cases/job-create-native/request.json "$module"
+	check_example "examples/$1" test_data/cases/pod-never-native/request.json "$module"
+}
+
+@test "examples/native-sidecar.yaml as the policy: same as the module with its settings" {
+	run_example native-sidecar.yaml
+}
+
+@test "examples/native-sidecar-namespace-rollout.yaml as the policy: same as the module with its settings" {
+	run_example native-sidecar-namespace-rollout.yaml
+}
+
+@test "examples/exit-on-job-completion.yaml as the policy: same as the module with its settings" {
+	run_example exit-on-job-completion.yaml
+}
+
+@test "examples/quit-endpoint.yaml as the policy: same as the module with its settings" {
+	run_example quit-endpoint.yaml
+}
+
+# --- this file keeps up with test_data and examples -------------------------
+
+@test "every case of test_data/cases and test_data/settings, and every example, has a test here" {
 	local missing=()
 	local dir name
-	for dir in test_data/cases/*/ test_data/settings/*.json; do
+	for dir in test_data/cases/*/ test_data/settings/*.json examples/*.yaml; do
 		name=$(basename "$dir" .json)
-		grep -qE "(run_case|run_settings|assert_settings_rejected) ${name}\$" "$BATS_TEST_FILENAME" ||
+		grep -qE "(run_case|run_settings|assert_settings_rejected|run_example) ${name}\$" "$BATS_TEST_FILENAME" ||
 			missing+=("$name")
 	done
-	echo "cases without a test in e2e.bats: ${missing[*]}"
+	echo "cases and examples without a test in e2e.bats: ${missing[*]}"
 	[ "${#missing[@]}" -eq 0 ]
 }
