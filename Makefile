@@ -6,7 +6,7 @@ VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1
 OCI_REPOSITORY ?= ghcr.io/example/policies/istio-job-sidecar
 SOURCES     := $(shell find src -name '*.rs' -o -name '*.sh') Cargo.toml Cargo.lock
 
-.PHONY: all test unit-tests golden wasm-tests e2e-tests fmt lint clean demo bench floors runner
+.PHONY: all test unit-tests golden wasm-tests e2e-tests distribution-tests fmt lint clean demo bench floors runner
 
 all: annotated-policy.wasm
 
@@ -36,8 +36,15 @@ golden:
 test: fmt lint unit-tests wasm-tests
 
 # Without kwctl nothing can be annotated: bats then reports every test as skipped.
+# BATS_FLAGS=--tap gives the TAP lines .ci/run counts.
+BATS_FLAGS ?=
 e2e-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.wasm)
-	bats e2e.bats
+	bats $(BATS_FLAGS) e2e.bats
+
+# make push, kwctl pull/inspect/run/scaffold against a throwaway docker-registry
+# on loopback, make artifacthub against the committed file (distribution.bats).
+distribution-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.wasm)
+	bats $(BATS_FLAGS) distribution.bats
 
 clean:
 	cargo clean
@@ -58,13 +65,15 @@ kwctl-check:
 push: kwctl-check annotated-policy.wasm
 	kwctl push $(KWCTL_FLAGS) annotated-policy.wasm registry://$(OCI_REPOSITORY):v$(VERSION)
 
-# Regenerates artifacthub-pkg.yml from metadata.yml and questions-ui.yml.
-# kwctl >= 1.2x reads the version from io.kubewarden.policy.version and only
-# warns that --version is deprecated; older kwctl requires it.
+# Regenerates artifacthub-pkg.yml (or ARTIFACTHUB_PKG) from metadata.yml and
+# questions-ui.yml. kwctl >= 1.2x reads the version from
+# io.kubewarden.policy.version and only warns that --version is deprecated;
+# older kwctl requires it.
+ARTIFACTHUB_PKG ?= artifacthub-pkg.yml
 artifacthub: kwctl-check metadata.yml questions-ui.yml
 	kwctl scaffold artifacthub --metadata-path metadata.yml --version $(VERSION) \
-		--questions-path questions-ui.yml > artifacthub-pkg.yml.tmp
-	mv artifacthub-pkg.yml.tmp artifacthub-pkg.yml
+		--questions-path questions-ui.yml > $(ARTIFACTHUB_PKG).tmp
+	mv $(ARTIFACTHUB_PKG).tmp $(ARTIFACTHUB_PKG)
 
 # --- Running the built module as Kubewarden does (runner/, floors/) ---------
 # The runner is native code on wasmtime: built with the `host` profile (the

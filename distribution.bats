@@ -1,0 +1,207 @@
+#!/usr/bin/env bats
+#
+# Distribution, as users get the policy: `make push` to a registry of our own
+# (Debian's docker-registry on a free loopback port), then what kwctl does
+# with the pushed reference: pull, inspect, run, scaffold manifest, and every
+# examples/*.yaml run with its module at that registry; and `make artifacthub`
+# against the committed artifacthub-pkg.yml.
+#
+#   make distribution-tests     # needs kwctl, docker-registry, curl, jq, python3 with PyYAML
+#
+# The registry's config and storage, the sources file that lets kwctl talk
+# http to it, and kwctl's own store and cache (XDG_CACHE_HOME,
+# XDG_CONFIG_HOME) live in one mktemp directory. teardown_file stops the
+# registry and removes that directory whatever happens. Without kwctl or
+# docker-registry every test reports itself skipped.
+
+load bats_helpers
+
+# Cases run from the registry and from the local module: one per mode, a
+# kube-injected move, a warning and a request left alone.
+REGISTRY_CASES=(job-create-native kube-injected-classic-job-native cronjob-yaml-proxy-config-exit
+	quit-job workload-invalid-mode-warns pod-always-unchanged)
+
+setup_file() {
+	command -v kwctl >/dev/null 2>&1 && command -v docker-registry >/dev/null 2>&1 || return 0
+	DIST_DIR=$(mktemp -d)
+	export DIST_DIR XDG_CACHE_HOME="$DIST_DIR/cache" XDG_CONFIG_HOME="$DIST_DIR/config"
+	start_registry
+	export SOURCES="$DIST_DIR/sources.yml"
+	VERSION=$(yaml_json metadata.yml | jq -r '.annotations["io.kubewarden.policy.version"]')
+	export VERSION REPO="127.0.0.1:$REGISTRY_PORT/istio-job-sidecar"
+	export REF="registry://$REPO:v$VERSION"
+	# Pushed here, so that every test (and `bats -f`) finds it; the first test
+	# checks how it went.
+	make --no-print-directory push OCI_REPOSITORY="$REPO" KWCTL_FLAGS="--sources-path $SOURCES" \
+		>"$DIST_DIR/push.log" 2>&1 3>&- && echo 0 >"$DIST_DIR/push.status" || echo $? >"$DIST_DIR/push.status"
+}
+
+teardown_file() {
+	stop_registry
+	if [ -n "${DIST_DIR:-}" ]; then rm -rf "$DIST_DIR"; fi
+}
+
+setup() {
+	require_kwctl
+	command -v docker-registry >/dev/null 2>&1 || skip "docker-registry not found (Debian package docker-registry)"
+}
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# docker-registry on a free loopback port; a few ports are tried, in case
+# another process takes the one found free before the registry binds it.
+start_registry() {
+	local port
+	for _ in 1 2 3; do
+		port=$(free_port)
+		cat >"$DIST_DIR/registry.yml" <<-EOF
+			version: 0.1
+			log:
+			  level: info
+			storage:
+			  filesystem:
+			    rootdirectory: $DIST_DIR/storage
+			http:
+			  addr: 127.0.0.1:$port
+		EOF
+		# 3>&-: bats waits for every holder of its fd 3 before it ends
+		docker-registry serve "$DIST_DIR/registry.yml" >>"$DIST_DIR/registry.log" 2>&1 3>&- &
+		export REGISTRY_PID=$!
+		for _ in $(seq 50); do
+			kill -0 "$REGISTRY_PID" 2>/dev/null || break
+			if curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1; then
+				export REGISTRY_PORT=$port
+				printf 'insecure_sources: ["127.0.0.1:%s"]\n' "$port" >"$DIST_DIR/sources.yml"
+				return 0
+			fi
+			sleep 0.2
+		done
+		stop_registry
+	done
+	echo "docker-registry did not start:" >&2
+	cat "$DIST_DIR/registry.log" >&2
+	return 1
+}
+
+stop_registry() {
+	[ -n "${REGISTRY_PID:-}" ] || return 0
+	kill "$REGISTRY_PID" 2>/dev/null || true
+	wait "$REGISTRY_PID" 2>/dev/null || true
+	REGISTRY_PID=
+}
+
+@test "make push: the annotated module goes to a registry of our own" {
+	cat "$DIST_DIR/push.log"
+	[ "$(cat "$DIST_DIR/push.status")" -eq 0 ]
+	# "Policy successfully pushed: <repo>@sha256:<digest>"
+	grep -q "pushed: $REPO@sha256:[0-9a-f]\{64\}" "$DIST_DIR/push.log"
+}
+
+@test "kwctl pull: the registry gives back the very module that was pushed" {
+	run kwctl pull --sources-path "$SOURCES" "$REF"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run kwctl policies
+	echo "$output"
+	[[ "$output" == *"$REF"* ]]
+
+	run kwctl pull --sources-path "$SOURCES" --output-path "$DIST_DIR/pulled.wasm" "$REF"
+	[ "$status" -eq 0 ]
+	cmp "$DIST_DIR/pulled.wasm" annotated-policy.wasm
+
+	run kwctl digest --sources-path "$SOURCES" "$REF"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"$REF@$(grep -o 'pushed: .*@sha256:[0-9a-f]*' "$DIST_DIR/push.log" | sed 's/^.*@//')"* ]]
+}
+
+@test "kwctl inspect: the title, version, usage and rules of metadata.yml and README.md" {
+	local inspected metadata title
+	kwctl inspect --sources-path "$SOURCES" -o yaml "$REF" >"$DIST_DIR/inspect.yml" 2>"$DIST_DIR/inspect.log" ||
+		{ cat "$DIST_DIR/inspect.log"; return 1; }
+	inspected=$(yaml_json "$DIST_DIR/inspect.yml")
+	metadata=$(yaml_json metadata.yml)
+	# every annotation of metadata.yml, and only kwctl's own besides
+	jq -n --argjson i "$inspected" --argjson m "$metadata" \
+		'$i.annotations | del(.["io.kubewarden.kwctl"], .["io.kubewarden.policy.usage"])' >"$DIST_DIR/got"
+	jq -n --argjson m "$metadata" '$m.annotations' >"$DIST_DIR/want"
+	diff -u "$DIST_DIR/want" "$DIST_DIR/got"
+	for key in rules mutating backgroundAudit executionMode contextAwareResources; do
+		echo "$key"
+		[ "$(jq -c --arg k "$key" '.[$k]' <<<"$inspected")" = "$(jq -c --arg k "$key" '.[$k]' <<<"$metadata")" ]
+	done
+	# the usage is README.md, whole
+	jq -j '.annotations["io.kubewarden.policy.usage"]' <<<"$inspected" | diff -u README.md -
+
+	# and the text a user reads says so
+	run kwctl inspect --sources-path "$SOURCES" "$REF"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	title=$(jq -r '.annotations["io.kubewarden.policy.title"]' <<<"$metadata")
+	[ "$(printf '%s\n' "$output" | sed -n 's/^title:[[:space:]]*//p' | sed 's/[[:space:]]*$//')" = "$title" ]
+	printf '%s\n' "$output" | grep -qE "^io\.kubewarden\.policy\.version[[:space:]]+${VERSION//./\\.}[[:space:]]*$"
+	# a Usage section, starting with the README's title
+	printf '%s\n' "$output" | sed -n '/^Usage/,$p' | grep -qxF "$(sed -n '1s/^# //p' README.md)"
+}
+
+@test "kwctl run registry://...: the same responses as the local module" {
+	local name from_registry
+	for name in "${REGISTRY_CASES[@]}"; do
+		run kwctl run --sources-path "$SOURCES" \
+			--request-path "test_data/cases/$name/request.json" \
+			--settings-path "test_data/cases/$name/settings.json" "$REF"
+		[ "$status" -eq 0 ] || { echo "$name: $output"; return 1; }
+		from_registry=$(response)
+		run kwctl run \
+			--request-path "test_data/cases/$name/request.json" \
+			--settings-path "test_data/cases/$name/settings.json" annotated-policy.wasm
+		[ "$status" -eq 0 ] || { echo "$name: $output"; return 1; }
+		echo "$name: $from_registry"
+		[ -n "$from_registry" ]
+		[ "$from_registry" = "$(response)" ]
+	done
+}
+
+@test "kwctl scaffold manifest from the pushed module: the ClusterAdmissionPolicy of every examples/*.yaml" {
+	local example scaffold settings
+	for example in examples/*.yaml; do
+		echo "== $example"
+		settings=$(yaml_json "$example" | jq -c '.spec.settings // {}')
+		scaffold="$BATS_TEST_TMPDIR/scaffold-$(basename "$example")"
+		kwctl scaffold manifest --sources-path "$SOURCES" -t ClusterAdmissionPolicy \
+			--settings-json "$settings" "$REF" >"$scaffold" 2>"$DIST_DIR/scaffold.log" ||
+			{ cat "$DIST_DIR/scaffold.log"; return 1; }
+		cat "$scaffold"
+		# What the scaffold writes, the example says too, but for the module:
+		# the pushed reference there, the published one in the example, of
+		# the same version.
+		yaml_json "$scaffold" | jq -S . >"$BATS_TEST_TMPDIR/got"
+		jq -S -n --slurpfile s "$BATS_TEST_TMPDIR/got" --argjson e "$(yaml_json "$example")" --arg ref "$REF" '
+			{apiVersion: $e.apiVersion, kind: $e.kind, metadata: $e.metadata,
+			 spec: ($e.spec | with_entries(select(.key | IN($s[0].spec | keys[]))) | .module = $ref)}' \
+			>"$BATS_TEST_TMPDIR/want"
+		diff -u "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+		[ "$(yaml_json "$example" | jq -r '.spec.module | split(":") | last')" = "v$VERSION" ]
+		# and kwctl runs it as it runs the module with the example's settings
+		check_example "$scaffold" test_data/cases/job-create-native/request.json "$REF" --sources-path "$SOURCES"
+	done
+}
+
+@test "every examples/*.yaml, its module at the registry: the same responses as the pushed module with its settings" {
+	local example
+	for example in examples/*.yaml; do
+		check_example "$example" test_data/cases/job-create-native/request.json "$REF" --sources-path "$SOURCES"
+		check_example "$example" test_data/cases/pod-never-native/request.json "$REF" --sources-path "$SOURCES"
+	done
+}
+
+@test "make artifacthub (kwctl scaffold artifacthub): the committed artifacthub-pkg.yml, but for createdAt" {
+	run make --no-print-directory artifacthub ARTIFACTHUB_PKG="$DIST_DIR/artifacthub-pkg.yml"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^createdAt: ' "$DIST_DIR/artifacthub-pkg.yml")" -eq 1 ]
+	[ "$(grep -c '^createdAt: ' artifacthub-pkg.yml)" -eq 1 ]
+	diff -u <(grep -v '^createdAt: ' artifacthub-pkg.yml) <(grep -v '^createdAt: ' "$DIST_DIR/artifacthub-pkg.yml")
+}
