@@ -21,6 +21,12 @@
 
 load bats_helpers
 
+# kwctl's store and wasmtime's cache of compiled modules in a directory bats
+# removes at the end, not in ~/.cache.
+setup_file() {
+	export XDG_CACHE_HOME="$BATS_FILE_TMPDIR/cache"
+}
+
 setup() {
 	require_kwctl
 	POLICY="${POLICY:-annotated-policy.wasm}"
