@@ -1,16 +1,27 @@
 //! `policy-runner bench`: time per `validate` call through waPC, for the
-//! policy and two floor guests on the same requests, in one process.
+//! policy and three floor guests on the same requests, in one process.
 //!
-//! What is timed is `WapcHost::call("validate", payload)` with the payload
-//! already serialized, as policy-server hands it over: the copy into the
-//! guest, the guest's work, the copy back. What policy-server does with the
-//! answer afterwards (parse it and, for a mutation, diff the objects into a
-//! patch) is host work, not the guest's, and is left out.
+//! Each call is timed twice:
+//! - guest only: `WapcHost::call("validate", payload)`, the copy into the
+//!   guest, the guest's work, the copy back;
+//! - guest + host: the whole `validate` of policy-evaluator 0.30 (what
+//!   policy-server and `kwctl bench` pay): the request turned into a JSON
+//!   value and the payload serialized, the call, the answer parsed and, when
+//!   it carries `mutated_object`, that object cloned, diffed against the
+//!   request's object with `json_patch::diff`, the patch serialized and
+//!   base64-encoded.
+//!
+//! Mutations are compared with guest + host to floor (c), a minimal SDK policy
+//! that returns the object with one annotation added; skips to floor (b),
+//! which only parses. `write_cases` writes the same cases as files for
+//! `kwctl bench` (`make bench-kwctl`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
 use serde_json::{json, Value};
 
 use crate::admission::{admission_request_for, Evaluation};
@@ -18,22 +29,23 @@ use crate::error::{Error, Result};
 use crate::host::{validate_payload, Policy, ValidationResponse};
 use crate::memory::probing_engine;
 
-/// Where to find the three modules, and how long to measure.
+/// Where to find the four modules, and how long to measure.
 #[derive(Debug, Clone)]
 pub struct Options {
     pub policy: PathBuf,
     pub floor_accept: PathBuf,
     pub floor_sdk_parse: PathBuf,
+    pub floor_sdk_mutate: PathBuf,
     /// Total measured time per module and case (split over `rounds`).
     pub min_time: Duration,
     /// Modules are measured in turn, `rounds` times, so that drift of the
-    /// machine (frequency, neighbours) hits all three alike.
+    /// machine (frequency, neighbours) hits all of them alike.
     pub rounds: u32,
     /// Only cases whose name contains this.
     pub filter: Option<String>,
 }
 
-/// Which target the issue sets for a case, as a ratio to floor (b).
+/// What the policy does with a case, which decides its floor and targets.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Route {
     Mutation,
@@ -42,12 +54,50 @@ pub enum Route {
     Huge,
 }
 
+/// The floor a case is compared to once the host's work is counted.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Floor {
+    /// Floor (b), `floors/sdk-parse`: parses, accepts.
+    SdkParse,
+    /// Floor (c), `floors/sdk-mutate`: parses, adds one annotation, returns the object.
+    SdkMutate,
+}
+
+impl Floor {
+    pub fn name(self) -> &'static str {
+        match self {
+            Floor::SdkParse => "sdk-parse",
+            Floor::SdkMutate => "sdk-mutate",
+        }
+    }
+}
+
 impl Route {
-    fn target(self) -> f64 {
+    pub fn name(self) -> &'static str {
+        match self {
+            Route::Mutation => "mutation",
+            Route::Move => "move",
+            Route::Skip => "skip",
+            Route::Huge => "huge",
+        }
+    }
+
+    /// Issue 3's target for the guest call alone, as a ratio to floor (b).
+    pub fn guest_target(self) -> f64 {
         match self {
             Route::Mutation | Route::Move => 1.3,
             Route::Skip => 0.6,
             Route::Huge => 1.2,
+        }
+    }
+
+    /// Issue 9's target with the host's work counted (guest + host here,
+    /// `kwctl bench` in `make bench-kwctl`): every row that mutates (the huge
+    /// Pod too) against floor (c), a skip against floor (b).
+    pub fn host_target(self) -> (Floor, f64) {
+        match self {
+            Route::Mutation | Route::Move | Route::Huge => (Floor::SdkMutate, 1.1),
+            Route::Skip => (Floor::SdkParse, 1.0),
         }
     }
 }
@@ -294,31 +344,117 @@ fn stats(samples: &mut [Duration]) -> Stats {
     }
 }
 
-/// Calls `validate` for at least `budget` and at least 50 times, adding
-/// each call's duration to `samples`.
-fn sample(
-    policy: &Policy,
-    payload: &[u8],
-    budget: Duration,
-    samples: &mut Vec<Duration>,
-) -> Result<()> {
+/// The times of one `validate` as policy-server makes it.
+#[derive(Debug, Clone, Copy)]
+struct Call {
+    /// `WapcHost::call` alone.
+    guest: Duration,
+    /// The whole of it: host work before and after the call included.
+    total: Duration,
+}
+
+/// One `validate` as policy-evaluator 0.30's waPC runtime makes it (what
+/// policy-server and `kwctl bench` pay per request), timed as a whole and
+/// for the guest call alone.
+fn policy_server_validate(policy: &Policy, request: &Value, settings: &Value) -> Result<Call> {
+    let start = Instant::now();
+    // policy-server turns its typed AdmissionRequest into a JSON value (to
+    // find `object`) and then into the payload; the runner's request is a
+    // value already, so `to_value` is the same deep copy.
+    let request_value = serde_json::to_value(request).map_err(|e| Error::Input(e.to_string()))?;
+    let payload = serde_json::to_string(&json!({ "request": request, "settings": settings }))
+        .map_err(|e| Error::Input(e.to_string()))?;
+    let call = Instant::now();
+    let raw = policy.call("validate", payload.as_bytes())?;
+    let guest = call.elapsed();
+    let answer: ValidationResponse =
+        serde_json::from_slice(&raw).map_err(|e| Error::BadResponse {
+            function: "validate".into(),
+            message: e.to_string(),
+        })?;
+    std::hint::black_box(policy_server_patch(request_value.get("object"), &answer)?);
+    Ok(Call {
+        guest,
+        total: start.elapsed(),
+    })
+}
+
+/// The patch part of policy-evaluator 0.30's
+/// `AdmissionResponse::from_policy_validation_response`: the returned object
+/// cloned, diffed against the request's object, the patch (when not empty)
+/// serialized and base64-encoded.
+fn policy_server_patch(
+    object: Option<&Value>,
+    answer: &ValidationResponse,
+) -> Result<Option<String>> {
+    let (Some(object), Some(mutated)) = (object, answer.mutated_object.clone()) else {
+        return Ok(None);
+    };
+    let diff = json_patch::diff(object, &mutated);
+    if diff.0.is_empty() {
+        return Ok(None);
+    }
+    let text = serde_json::to_string(&diff).map_err(|e| Error::Input(e.to_string()))?;
+    Ok(Some(BASE64.encode(text)))
+}
+
+/// Every call's times, guest only and guest + host.
+#[derive(Debug, Default)]
+struct Samples {
+    guest: Vec<Duration>,
+    total: Vec<Duration>,
+    /// `total - guest` per call: the host's share.
+    host: Vec<Duration>,
+}
+
+impl Samples {
+    fn push(&mut self, call: Call) {
+        self.guest.push(call.guest);
+        self.total.push(call.total);
+        self.host.push(call.total.saturating_sub(call.guest));
+    }
+
+    fn extend(&mut self, other: Samples) {
+        self.guest.extend(other.guest);
+        self.total.extend(other.total);
+        self.host.extend(other.host);
+    }
+
+    /// Statistics of (guest, total, host).
+    fn stats(mut self) -> (Stats, Stats, Stats) {
+        (
+            stats(&mut self.guest),
+            stats(&mut self.total),
+            stats(&mut self.host),
+        )
+    }
+}
+
+/// Calls `validate` as policy-server does for at least `budget` and at
+/// least 50 times, adding each call's times to `samples`.
+fn sample(policy: &Policy, case: &Case, budget: Duration, samples: &mut Samples) -> Result<()> {
     let start = Instant::now();
     let mut n = 0;
     while n < 50 || start.elapsed() < budget {
-        let t = Instant::now();
-        let answer = policy.call("validate", payload)?;
-        samples.push(t.elapsed());
-        std::hint::black_box(answer);
+        samples.push(policy_server_validate(
+            policy,
+            &case.request,
+            &case.settings,
+        )?);
         n += 1;
     }
     Ok(())
 }
 
-fn warm_up(policy: &Policy, payload: &[u8]) -> Result<()> {
+fn warm_up(policy: &Policy, case: &Case) -> Result<()> {
     let start = Instant::now();
     let mut n = 0;
     while n < 20 || start.elapsed() < Duration::from_millis(200) {
-        std::hint::black_box(policy.call("validate", payload)?);
+        std::hint::black_box(policy_server_validate(
+            policy,
+            &case.request,
+            &case.settings,
+        )?);
         n += 1;
     }
     Ok(())
@@ -345,9 +481,10 @@ fn load(label: &'static str, path: &Path) -> Result<Module> {
     })
 }
 
-/// What the policy did with a case, checked once before timing so each row
-/// is known to exercise the path it claims to.
-fn outcome(policy: &Policy, case: &Case) -> Result<String> {
+/// What a module did with a case, checked once before timing so each row
+/// is known to exercise the path it claims to: the text, and the number of
+/// patch operations.
+fn outcome(policy: &Policy, case: &Case) -> Result<(String, usize)> {
     let evaluation: Evaluation = policy.validate(&case.request, &case.settings)?;
     let ops = evaluation.patch.as_ref().map_or(0, |p| p.0.len());
     let mut text = if !evaluation.allowed() {
@@ -360,7 +497,7 @@ fn outcome(policy: &Policy, case: &Case) -> Result<String> {
     if !evaluation.warnings().is_empty() {
         text.push_str(&format!(", {} warning(s)", evaluation.warnings().len()));
     }
-    Ok(text)
+    Ok((text, ops))
 }
 
 fn accepted(module: &Module, payload: &[u8]) -> Result<()> {
@@ -384,16 +521,102 @@ fn micros(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e6)
 }
 
+fn med_p99(s: &Stats) -> String {
+    format!("{}/{}", micros(s.median), micros(s.p99))
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(1e-12)
+}
+
+fn range(ratios: &[f64]) -> String {
+    let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = ratios.iter().copied().fold(0.0, f64::max);
+    format!("{low:.2}-{high:.2}x")
+}
+
 fn kib(bytes: usize) -> String {
     format!("{bytes} B ({:.1} KiB)", bytes as f64 / 1024.0)
+}
+
+/// One case's results, printed once every case is measured.
+struct Row {
+    case: Case,
+    payload_len: usize,
+    did: String,
+    /// Per module, in `run`'s order: (guest, total, host).
+    stats: [(Stats, Stats, Stats); 4],
+    /// Per round: policy / floor (b), guest only.
+    guest_rounds: Vec<f64>,
+    /// Per round: policy / the case's floor, guest + host.
+    host_rounds: Vec<f64>,
+}
+
+// Module order in `run` (floor (a) last).
+const POLICY: usize = 0;
+const FLOOR_C: usize = 1;
+const FLOOR_B: usize = 2;
+
+fn floor_index(floor: Floor) -> usize {
+    match floor {
+        Floor::SdkMutate => FLOOR_C,
+        Floor::SdkParse => FLOOR_B,
+    }
+}
+
+fn measure(modules: &[&Module; 4], case: Case, options: &Options) -> Result<Row> {
+    let payload = validate_payload(&case.request, &case.settings)?;
+    let (did, _) = outcome(&modules[POLICY].policy, &case)?;
+    // Floor (c) must mutate every request, or it is no floor for a mutation.
+    if outcome(&modules[FLOOR_C].policy, &case)?.1 != 1 {
+        return Err(Error::BadResponse {
+            function: "validate".into(),
+            message: format!("{} did not add one annotation", modules[FLOOR_C].label),
+        });
+    }
+    for m in modules {
+        accepted(m, &payload)?;
+        warm_up(&m.policy, &case)?;
+    }
+    let rounds = options.rounds.max(1);
+    let per_round = options.min_time / rounds;
+    let floor = floor_index(case.route.host_target().0);
+    let mut all: [Samples; 4] = Default::default();
+    // The ratios of each round alone: their spread says how much the
+    // machine moved during the measurement.
+    let mut guest_rounds = Vec::new();
+    let mut host_rounds = Vec::new();
+    for _ in 0..rounds {
+        let mut round: [Samples; 4] = Default::default();
+        for (m, r) in modules.iter().zip(round.iter_mut()) {
+            sample(&m.policy, &case, per_round, r)?;
+        }
+        let medians = round
+            .each_mut()
+            .map(|r| (stats(&mut r.guest).median, stats(&mut r.total).median));
+        guest_rounds.push(ratio(medians[POLICY].0, medians[FLOOR_B].0));
+        host_rounds.push(ratio(medians[POLICY].1, medians[floor].1));
+        for (a, r) in all.iter_mut().zip(round) {
+            a.extend(r);
+        }
+    }
+    Ok(Row {
+        case,
+        payload_len: payload.len(),
+        did,
+        stats: all.map(Samples::stats),
+        guest_rounds,
+        host_rounds,
+    })
 }
 
 pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
     let io = |e: std::io::Error| Error::Input(format!("cannot write the report: {e}"));
     let policy = load("policy", &options.policy)?;
+    let floor_c = load("floor (c) sdk-mutate", &options.floor_sdk_mutate)?;
     let floor_b = load("floor (b) sdk-parse", &options.floor_sdk_parse)?;
     let floor_a = load("floor (a) accept", &options.floor_accept)?;
-    let modules = [&policy, &floor_b, &floor_a];
+    let modules = [&policy, &floor_c, &floor_b, &floor_a];
 
     writeln!(
         out,
@@ -403,15 +626,10 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
     .map_err(io)?;
     writeln!(
         out,
-        "per module and case: warm-up >= 200 ms, then >= {} ms measured in {} interleaved rounds",
+        "per module and case: warm-up >= 200 ms, then >= {} ms measured in {} interleaved rounds; \
+         times in microseconds (median/p99)\n",
         options.min_time.as_millis(),
         options.rounds
-    )
-    .map_err(io)?;
-    writeln!(
-        out,
-        "times are per `validate` call through waPC, in microseconds; \
-         ratio = policy median / floor (b) median\n"
     )
     .map_err(io)?;
     writeln!(out, "module sizes:").map_err(io)?;
@@ -432,83 +650,115 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
     };
     writeln!(out, "  policy.wasm target <= 400 KiB: {verdict}\n").map_err(io)?;
 
-    writeln!(
-        out,
-        "{:<34} {:>9} {:<16} {:>15} {:>15} {:>13} {:>6} {:>11} {:>6}",
-        "case",
-        "req bytes",
-        "policy did",
-        "policy med/p99",
-        "floor b med/p99",
-        "floor a med/p99",
-        "ratio",
-        "per round",
-        "target"
-    )
-    .map_err(io)?;
-    let rounds = options.rounds.max(1);
-    let per_round = options.min_time / rounds;
-    let mut huge_payload = None;
+    let mut rows = Vec::new();
     for case in cases()? {
         if let Some(filter) = &options.filter {
             if !case.name.contains(filter.as_str()) {
                 continue;
             }
         }
-        let payload = validate_payload(&case.request, &case.settings)?;
-        let did = outcome(&policy.policy, &case)?;
-        for m in modules {
-            accepted(m, &payload)?;
-            warm_up(&m.policy, &payload)?;
-        }
-        let mut samples: [Vec<Duration>; 3] = Default::default();
-        // The policy/floor (b) ratio of each round alone: their spread says
-        // how much the machine moved during the measurement.
-        let mut round_ratios = Vec::new();
-        for _ in 0..rounds {
-            let mut round: [Vec<Duration>; 3] = Default::default();
-            for (m, r) in modules.iter().zip(round.iter_mut()) {
-                sample(&m.policy, &payload, per_round, r)?;
-            }
-            let [p, b, _] = &mut round;
-            round_ratios
-                .push(stats(p).median.as_secs_f64() / stats(b).median.as_secs_f64().max(1e-12));
-            for (all, r) in samples.iter_mut().zip(round) {
-                all.extend(r);
-            }
-        }
-        let [p, b, a] = samples.map(|mut s| stats(&mut s));
-        let ratio = p.median.as_secs_f64() / b.median.as_secs_f64().max(1e-12);
-        let low = round_ratios.iter().copied().fold(f64::INFINITY, f64::min);
-        let high = round_ratios.iter().copied().fold(0.0, f64::max);
-        let target = case.route.target();
-        let mark = if ratio <= target { "ok" } else { "OVER" };
-        writeln!(
-            out,
-            "{:<34} {:>9} {:<16} {:>15} {:>15} {:>13} {:>5.2}x {:>11} {:>5.1}x {mark}",
-            case.name,
-            payload.len(),
-            did,
-            format!("{}/{}", micros(p.median), micros(p.p99)),
-            format!("{}/{}", micros(b.median), micros(b.p99)),
-            format!("{}/{}", micros(a.median), micros(a.p99)),
-            ratio,
-            format!("{low:.2}-{high:.2}x"),
-            target,
-        )
-        .map_err(io)?;
-        if case.route == Route::Huge {
-            huge_payload = Some(payload);
-        }
+        rows.push(measure(&modules, case, options)?);
     }
 
-    if let Some(payload) = huge_payload {
+    writeln!(
+        out,
+        "guest call only (WapcHost::call: copy in, the guest's work, copy out); \
+         ratio = policy / floor (b), targets of issue 3"
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "{:<34} {:>9} {:<16} {:>15} {:>15} {:>15} {:>13} {:>6} {:>11} {:>6}",
+        "case",
+        "req bytes",
+        "policy did",
+        "policy",
+        "floor c mutate",
+        "floor b parse",
+        "floor a accept",
+        "ratio",
+        "per round",
+        "target"
+    )
+    .map_err(io)?;
+    for row in &rows {
+        let [p, c, b, a] = &row.stats;
+        let r = ratio(p.0.median, b.0.median);
+        let target = row.case.route.guest_target();
+        writeln!(
+            out,
+            "{:<34} {:>9} {:<16} {:>15} {:>15} {:>15} {:>13} {:>5.2}x {:>11} {:>5.1}x {}",
+            row.case.name,
+            row.payload_len,
+            row.did,
+            med_p99(&p.0),
+            med_p99(&c.0),
+            med_p99(&b.0),
+            med_p99(&a.0),
+            r,
+            range(&row.guest_rounds),
+            target,
+            if r <= target { "ok" } else { "OVER" },
+        )
+        .map_err(io)?;
+    }
+
+    writeln!(
+        out,
+        "\nguest + host, as policy-server (payload built, call, answer parsed, \
+         returned object diffed against the request's, patch encoded);\n\
+         ratio = policy / its floor (c for a mutation, b for a skip), targets of issue 9; \
+         host = share of the policy's time spent outside the guest"
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "{:<34} {:<8} {:>15} {:>15} {:>15} {:<10} {:>6} {:>11} {:>6} {:>8} {:>5}",
+        "case",
+        "route",
+        "policy",
+        "floor c mutate",
+        "floor b parse",
+        "floor",
+        "ratio",
+        "per round",
+        "target",
+        "vs b",
+        "host"
+    )
+    .map_err(io)?;
+    for row in &rows {
+        let [p, c, b, _] = &row.stats;
+        let (floor, target) = row.case.route.host_target();
+        let f = &row.stats[floor_index(floor)];
+        let r = ratio(p.1.median, f.1.median);
+        writeln!(
+            out,
+            "{:<34} {:<8} {:>15} {:>15} {:>15} {:<10} {:>5.2}x {:>11} {:>5.1}x {:<4} {:>5.2}x {:>4.0}%",
+            row.case.name,
+            row.case.route.name(),
+            med_p99(&p.1),
+            med_p99(&c.1),
+            med_p99(&b.1),
+            floor.name(),
+            r,
+            range(&row.host_rounds),
+            target,
+            if r <= target { "ok" } else { "OVER" },
+            ratio(p.1.median, b.1.median),
+            100.0 * ratio(p.2.median, p.1.median),
+        )
+        .map_err(io)?;
+    }
+
+    if let Some(row) = rows.iter().find(|r| r.case.route == Route::Huge) {
+        let payload = validate_payload(&row.case.request, &row.case.settings)?;
         writeln!(
             out,
             "\nlinear memory after the ~1 MiB case (fresh instance, 3 calls):"
         )
         .map_err(io)?;
-        for m in [&policy, &floor_b, &floor_a] {
+        for m in modules {
             let (before, after, answer) = memory_after(&m.bytes, &payload)?;
             if answer != m.policy.call("validate", &payload)? {
                 return Err(Error::BadResponse {
@@ -528,6 +778,54 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// One case as `kwctl bench` reads it, listed in `cases.json`.
+#[derive(Debug, serde::Serialize)]
+struct CaseFile {
+    name: String,
+    route: &'static str,
+    /// The AdmissionRequest file, relative to the directory (`--request-path`).
+    request: String,
+    /// For `--settings-json`.
+    settings: Value,
+    /// The floor a row is compared to, and the target ratio (issue 9).
+    floor: &'static str,
+    target: f64,
+}
+
+/// Writes every case of [`cases`] into `dir`: one AdmissionRequest file per
+/// case and `cases.json`, the list with route, settings, floor and target,
+/// so `make bench-kwctl` runs exactly these requests through `kwctl bench`.
+pub fn write_cases(dir: &Path) -> Result<Vec<PathBuf>> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| Error::Io { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let mut list = Vec::new();
+    let mut written = Vec::new();
+    for (i, case) in cases()?.into_iter().enumerate() {
+        let file = format!("{:02}-{}.json", i + 1, case.name.replace('/', "-"));
+        let path = dir.join(&file);
+        let text = serde_json::to_vec(&case.request).map_err(|e| Error::Input(e.to_string()))?;
+        std::fs::write(&path, text).map_err(io(&path))?;
+        let (floor, target) = case.route.host_target();
+        list.push(CaseFile {
+            name: case.name,
+            route: case.route.name(),
+            request: file,
+            settings: case.settings,
+            floor: floor.name(),
+            target,
+        });
+        written.push(path);
+    }
+    let path = dir.join("cases.json");
+    let text = serde_json::to_vec_pretty(&list).map_err(|e| Error::Input(e.to_string()))?;
+    std::fs::write(&path, text).map_err(io(&path))?;
+    written.push(path);
+    Ok(written)
 }
 
 fn mib(bytes: usize) -> String {
@@ -570,5 +868,72 @@ mod tests {
         let s = stats(&mut v);
         assert_eq!(s.median, Duration::from_micros(51));
         assert_eq!(s.p99, Duration::from_micros(99));
+    }
+
+    fn answer(mutated: Option<Value>) -> ValidationResponse {
+        ValidationResponse {
+            accepted: true,
+            message: None,
+            code: None,
+            mutated_object: mutated,
+            audit_annotations: None,
+            warnings: None,
+        }
+    }
+
+    #[test]
+    fn host_patch_is_policy_servers() {
+        let object = json!({"metadata": {"name": "a"}});
+        let mutated = json!({"metadata": {"name": "a", "annotations": {"k": "v"}}});
+        let patch = policy_server_patch(Some(&object), &answer(Some(mutated)))
+            .ok()
+            .flatten()
+            .and_then(|p| BASE64.decode(p).ok())
+            .and_then(|p| serde_json::from_slice::<Value>(&p).ok());
+        assert_eq!(
+            patch,
+            Some(json!([{"op": "add", "path": "/metadata/annotations", "value": {"k": "v"}}]))
+        );
+        let same = policy_server_patch(Some(&object), &answer(Some(object.clone())));
+        assert_eq!(same.ok(), Some(None));
+        let none = policy_server_patch(Some(&object), &answer(None));
+        assert_eq!(none.ok(), Some(None));
+    }
+
+    #[test]
+    fn mutations_go_to_the_mutating_floor_and_skips_to_the_parse_floor() {
+        for case in cases().unwrap_or_default() {
+            let floor = case.route.host_target().0;
+            let expected = if case.route == Route::Skip {
+                Floor::SdkParse
+            } else {
+                Floor::SdkMutate
+            };
+            assert_eq!(floor, expected, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn written_cases_are_requests_kwctl_reads() {
+        let dir = std::env::temp_dir().join(format!("bench-cases-{}", std::process::id()));
+        let written = write_cases(&dir).unwrap_or_default();
+        let list: Vec<Value> = std::fs::read(dir.join("cases.json"))
+            .ok()
+            .and_then(|t| serde_json::from_slice(&t).ok())
+            .unwrap_or_default();
+        let count = cases().map(|c| c.len()).unwrap_or(0);
+        assert_eq!(list.len(), count);
+        assert_eq!(written.len(), count + 1);
+        for entry in &list {
+            let file = entry["request"].as_str().unwrap_or("");
+            let request: Value = std::fs::read(dir.join(file))
+                .ok()
+                .and_then(|t| serde_json::from_slice(&t).ok())
+                .unwrap_or_default();
+            // kwctl needs userInfo in a bare AdmissionRequest.
+            assert!(request["object"].is_object() && request["userInfo"].is_object());
+            assert!(entry["settings"]["mode"].is_string() && entry["target"].is_f64());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -46,7 +46,8 @@ enum Command {
         #[arg(long, default_value = "policy.wasm", value_name = "PATH")]
         wasm: PathBuf,
     },
-    /// Time `validate` calls of the policy against the two floor guests.
+    /// Time `validate` calls of the policy against the three floor guests,
+    /// guest only and with policy-server's work on the answer.
     Bench {
         #[arg(long, default_value = "policy.wasm", value_name = "PATH")]
         wasm: PathBuf,
@@ -62,6 +63,12 @@ enum Command {
             value_name = "PATH"
         )]
         floor_sdk_parse: PathBuf,
+        #[arg(
+            long,
+            default_value = "target/wasm32-wasip1/release/floor_sdk_mutate.wasm",
+            value_name = "PATH"
+        )]
+        floor_sdk_mutate: PathBuf,
         /// Measured time per module and case, in milliseconds.
         #[arg(long, default_value_t = 1000)]
         min_time_ms: u64,
@@ -71,6 +78,11 @@ enum Command {
         /// Only cases whose name contains this.
         #[arg(long)]
         filter: Option<String>,
+        /// Measure nothing: write the cases into DIR (one AdmissionRequest
+        /// file each, and `cases.json` listing route, settings, floor and
+        /// target) for `kwctl bench` (`make bench-kwctl`).
+        #[arg(long, value_name = "DIR")]
+        write_cases: Option<PathBuf>,
     },
 }
 
@@ -128,14 +140,22 @@ fn run(cli: Cli) -> Result<()> {
             wasm,
             floor_accept,
             floor_sdk_parse,
+            floor_sdk_mutate,
             min_time_ms,
             rounds,
             filter,
+            write_cases,
         } => {
+            if let Some(dir) = write_cases {
+                let written = bench::write_cases(&dir)?;
+                println!("{} files written to {}", written.len(), dir.display());
+                return Ok(());
+            }
             let options = bench::Options {
                 policy: wasm,
                 floor_accept,
                 floor_sdk_parse,
+                floor_sdk_mutate,
                 min_time: Duration::from_millis(min_time_ms),
                 rounds,
                 filter,
