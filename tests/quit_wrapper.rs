@@ -7,9 +7,10 @@
 //! exits; the listener notes whether that file existed when the quit request
 //! arrived, so a request sent too early is caught. Each run has a deadline.
 //!
-//! Needs: dash; curl, wget and busybox for the fetcher variants (busybox
-//! variants are skipped with a note when busybox is absent); perl for the
-//! SIGINT case (skipped with a note when absent).
+//! Needs: dash; bash, busybox, curl, wget, perl (the SIGINT case)
+//! and shellcheck for the rest. A case whose tool is absent is skipped with
+//! a `SKIPPED:` line on stderr; with `REQUIRE_TOOLS=1` (set by `.ci/run`) it
+//! fails instead, so CI cannot skip silently.
 
 use rstest::rstest;
 use serde_json::{json, Value};
@@ -67,6 +68,15 @@ fn find(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A tool is missing: say so, or fail where `REQUIRE_TOOLS` is set. Written
+/// to stderr itself, which the test harness does not capture, so the line
+/// shows without `--nocapture`.
+fn skip(what: &str) {
+    let required = std::env::var("REQUIRE_TOOLS").is_ok_and(|v| !v.is_empty() && v != "0");
+    assert!(!required, "REQUIRE_TOOLS is set, but {what}");
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {what}");
+}
+
 fn dash() -> PathBuf {
     find("dash").expect("dash must be installed: it is /bin/sh on Debian and Ubuntu")
 }
@@ -74,9 +84,7 @@ fn dash() -> PathBuf {
 fn busybox() -> Option<PathBuf> {
     let found = find("busybox");
     if found.is_none() {
-        eprintln!(
-            "note: busybox not installed, its variants are skipped (apt-get install busybox)"
-        );
+        skip("busybox not installed, its variants are skipped (apt-get install busybox)");
     }
     found
 }
@@ -97,7 +105,7 @@ fn shells() -> Vec<Shell> {
     }
     match find("bash") {
         Some(_) => shells.push(Shell::Bash),
-        None => eprintln!("note: bash not installed, its variants are skipped"),
+        None => skip("bash not installed, its variants are skipped"),
     }
     shells
 }
@@ -493,7 +501,9 @@ fn curl_gnu_wget_and_busybox_wget_all_post() {
                 ..Run::default()
             })
             .exits(3) else {
-                eprintln!("note: {fetcher:?} not installed, skipped");
+                skip(&format!(
+                    "{fetcher:?} not installed, its variant is skipped"
+                ));
                 continue;
             };
             out.assert_quit_once_after();
@@ -552,7 +562,7 @@ fn sigint_to_the_wrapper_reaches_a_program_that_handles_it() {
     // (POSIX), so only a program that installs its own handler sees it;
     // perl does, a shell script cannot.
     let Some(perl) = find("perl") else {
-        eprintln!("note: perl not installed, SIGINT case skipped");
+        skip("perl not installed, the SIGINT case is skipped");
         return;
     };
     let program = "$SIG{INT} = sub { open(my $f, '>', \"$ARGV[0]/done\"); exit 5 }; \
@@ -685,6 +695,9 @@ fn a_failed_quit_request_is_retried() {
                 ..Run::default()
             })
             .exits(0) else {
+                skip(&format!(
+                    "{fetcher:?} not installed, its retry case is skipped"
+                ));
                 continue;
             };
             assert_eq!(out.hits.len(), 2, "{shell:?} {fetcher:?}: {:?}", out.hits);
@@ -709,7 +722,7 @@ fn an_unreachable_agent_cannot_hold_the_pod(
         ..Run::default()
     })
     .exits(4) else {
-        eprintln!("note: {fetcher:?} not installed, skipped");
+        skip(&format!("{fetcher:?} not installed, this case is skipped"));
         return;
     };
     let tries = if agent == Agent::Hangs { 5 } else { 0 };
@@ -727,7 +740,7 @@ fn an_unreachable_agent_cannot_hold_the_pod(
 #[test]
 fn the_script_passes_shellcheck() {
     let Some(shellcheck) = find("shellcheck") else {
-        eprintln!("note: shellcheck not installed, skipped");
+        skip("shellcheck not installed, the lint is skipped (apt-get install shellcheck)");
         return;
     };
     let argv = wrapped_argv(&["true"], None, "Never", "http://127.0.0.1:1/q");
