@@ -347,35 +347,51 @@ fn stats(samples: &mut [Duration]) -> Stats {
 /// The times of one `validate` as policy-server makes it.
 #[derive(Debug, Clone, Copy)]
 struct Call {
+    /// Host, before the call: the request as a JSON value, the payload.
+    before: Duration,
     /// `WapcHost::call` alone.
     guest: Duration,
-    /// The whole of it: host work before and after the call included.
-    total: Duration,
+    /// Host, after the call: the answer parsed, the patch computed and
+    /// encoded, everything of this request freed.
+    after: Duration,
+}
+
+impl Call {
+    fn total(&self) -> Duration {
+        self.before + self.guest + self.after
+    }
 }
 
 /// One `validate` as policy-evaluator 0.30's waPC runtime makes it (what
-/// policy-server and `kwctl bench` pay per request), timed as a whole and
-/// for the guest call alone.
+/// policy-server and `kwctl bench` pay per request), timed in three parts.
 fn policy_server_validate(policy: &Policy, request: &Value, settings: &Value) -> Result<Call> {
     let start = Instant::now();
-    // policy-server turns its typed AdmissionRequest into a JSON value (to
-    // find `object`) and then into the payload; the runner's request is a
-    // value already, so `to_value` is the same deep copy.
-    let request_value = serde_json::to_value(request).map_err(|e| Error::Input(e.to_string()))?;
-    let payload = serde_json::to_string(&json!({ "request": request, "settings": settings }))
-        .map_err(|e| Error::Input(e.to_string()))?;
-    let call = Instant::now();
-    let raw = policy.call("validate", payload.as_bytes())?;
-    let guest = call.elapsed();
-    let answer: ValidationResponse =
-        serde_json::from_slice(&raw).map_err(|e| Error::BadResponse {
-            function: "validate".into(),
-            message: e.to_string(),
-        })?;
-    std::hint::black_box(policy_server_patch(request_value.get("object"), &answer)?);
+    let (before, guest) = {
+        // policy-server turns its typed AdmissionRequest into a JSON value
+        // (to find `object`) and then into the payload; the runner's request
+        // is a value already, so `to_value` is the same deep copy.
+        let request_value =
+            serde_json::to_value(request).map_err(|e| Error::Input(e.to_string()))?;
+        let payload = serde_json::to_string(&json!({ "request": request, "settings": settings }))
+            .map_err(|e| Error::Input(e.to_string()))?;
+        let call = Instant::now();
+        let raw = policy.call("validate", payload.as_bytes())?;
+        let guest = call.elapsed();
+        let answer: ValidationResponse =
+            serde_json::from_slice(&raw).map_err(|e| Error::BadResponse {
+                function: "validate".into(),
+                message: e.to_string(),
+            })?;
+        std::hint::black_box(policy_server_patch(request_value.get("object"), &answer)?);
+        (call - start, guest)
+        // The request's copies, the payload and the answer are freed here,
+        // as at the end of policy-evaluator's `validate`.
+    };
+    let total = start.elapsed();
     Ok(Call {
+        before,
         guest,
-        total: start.elapsed(),
+        after: total.saturating_sub(before + guest),
     })
 }
 
@@ -398,35 +414,46 @@ fn policy_server_patch(
     Ok(Some(BASE64.encode(text)))
 }
 
-/// Every call's times, guest only and guest + host.
+/// Every call's times: guest only, guest + host, and the host's two parts.
 #[derive(Debug, Default)]
 struct Samples {
     guest: Vec<Duration>,
     total: Vec<Duration>,
-    /// `total - guest` per call: the host's share.
-    host: Vec<Duration>,
+    before: Vec<Duration>,
+    after: Vec<Duration>,
+}
+
+/// Statistics of a module on a case.
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    guest: Stats,
+    total: Stats,
+    before: Stats,
+    after: Stats,
 }
 
 impl Samples {
     fn push(&mut self, call: Call) {
         self.guest.push(call.guest);
-        self.total.push(call.total);
-        self.host.push(call.total.saturating_sub(call.guest));
+        self.total.push(call.total());
+        self.before.push(call.before);
+        self.after.push(call.after);
     }
 
     fn extend(&mut self, other: Samples) {
         self.guest.extend(other.guest);
         self.total.extend(other.total);
-        self.host.extend(other.host);
+        self.before.extend(other.before);
+        self.after.extend(other.after);
     }
 
-    /// Statistics of (guest, total, host).
-    fn stats(mut self) -> (Stats, Stats, Stats) {
-        (
-            stats(&mut self.guest),
-            stats(&mut self.total),
-            stats(&mut self.host),
-        )
+    fn stats(mut self) -> Measured {
+        Measured {
+            guest: stats(&mut self.guest),
+            total: stats(&mut self.total),
+            before: stats(&mut self.before),
+            after: stats(&mut self.after),
+        }
     }
 }
 
@@ -544,8 +571,8 @@ struct Row {
     case: Case,
     payload_len: usize,
     did: String,
-    /// Per module, in `run`'s order: (guest, total, host).
-    stats: [(Stats, Stats, Stats); 4],
+    /// Per module, in `run`'s order.
+    stats: [Measured; 4],
     /// Per round: policy / floor (b), guest only.
     guest_rounds: Vec<f64>,
     /// Per round: policy / the case's floor, guest + host.
@@ -683,7 +710,7 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
     .map_err(io)?;
     for row in &rows {
         let [p, c, b, a] = &row.stats;
-        let r = ratio(p.0.median, b.0.median);
+        let r = ratio(p.guest.median, b.guest.median);
         let target = row.case.route.guest_target();
         writeln!(
             out,
@@ -691,10 +718,10 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
             row.case.name,
             row.payload_len,
             row.did,
-            med_p99(&p.0),
-            med_p99(&c.0),
-            med_p99(&b.0),
-            med_p99(&a.0),
+            med_p99(&p.guest),
+            med_p99(&c.guest),
+            med_p99(&b.guest),
+            med_p99(&a.guest),
             r,
             range(&row.guest_rounds),
             target,
@@ -708,12 +735,14 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
         "\nguest + host, as policy-server (payload built, call, answer parsed, \
          returned object diffed against the request's, patch encoded);\n\
          ratio = policy / its floor (c for a mutation, b for a skip), targets of issue 9; \
-         host = share of the policy's time spent outside the guest"
+         vs b = policy / floor (b);\n\
+         host in+out = share of the policy's time (medians) the host spends before the call \
+         (request copied, payload serialized) and after it (answer parsed, patch, memory freed)"
     )
     .map_err(io)?;
     writeln!(
         out,
-        "{:<34} {:<8} {:>15} {:>15} {:>15} {:<10} {:>6} {:>11} {:>6} {:>8} {:>5}",
+        "{:<34} {:<8} {:>15} {:>15} {:>15} {:<10} {:>6} {:>11} {:>6} {:>8} {:>12}",
         "case",
         "route",
         "policy",
@@ -724,29 +753,33 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
         "per round",
         "target",
         "vs b",
-        "host"
+        "host in+out"
     )
     .map_err(io)?;
     for row in &rows {
         let [p, c, b, _] = &row.stats;
         let (floor, target) = row.case.route.host_target();
         let f = &row.stats[floor_index(floor)];
-        let r = ratio(p.1.median, f.1.median);
+        let r = ratio(p.total.median, f.total.median);
         writeln!(
             out,
-            "{:<34} {:<8} {:>15} {:>15} {:>15} {:<10} {:>5.2}x {:>11} {:>5.1}x {:<4} {:>5.2}x {:>4.0}%",
+            "{:<34} {:<8} {:>15} {:>15} {:>15} {:<10} {:>5.2}x {:>11} {:>5.1}x {:<4} {:>5.2}x {:>12}",
             row.case.name,
             row.case.route.name(),
-            med_p99(&p.1),
-            med_p99(&c.1),
-            med_p99(&b.1),
+            med_p99(&p.total),
+            med_p99(&c.total),
+            med_p99(&b.total),
             floor.name(),
             r,
             range(&row.host_rounds),
             target,
             if r <= target { "ok" } else { "OVER" },
-            ratio(p.1.median, b.1.median),
-            100.0 * ratio(p.2.median, p.1.median),
+            ratio(p.total.median, b.total.median),
+            format!(
+                "{:.0}%+{:.0}%",
+                100.0 * ratio(p.before.median, p.total.median),
+                100.0 * ratio(p.after.median, p.total.median)
+            ),
         )
         .map_err(io)?;
     }
