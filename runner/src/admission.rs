@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::host::{GuestLog, ValidationResponse};
+use crate::protocol::{GuestLog, ValidationResponse};
 
 /// Reads a request file, JSON or YAML: an AdmissionRequest (what
 /// `kwctl run --request-path` takes), a whole AdmissionReview, or, for

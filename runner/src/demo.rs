@@ -1,13 +1,37 @@
-//! `policy-runner demo`: the module on a sample CronJob and on Istio's
-//! kube-injected Job, in each mode, showing what changed.
+//! The demo: the policy on a sample CronJob and on Istio's kube-injected Job,
+//! in each mode, showing what changed. `policy-runner demo` runs it on the
+//! wasm module in the engine; `policy-demo` (`make demo`) on the policy crate
+//! linked natively. Both print the same text after their first line.
 
 use std::io::Write;
 
 use serde_json::{json, Value};
 
+use crate::admission::Evaluation;
 use crate::error::{Error, Result};
-use crate::host::Policy;
+use crate::protocol::SettingsValidation;
 use crate::summary::{changed_facts, patch_lines, template_facts};
+
+/// What the demo asks of a policy: the module in the engine
+/// ([`crate::host::Policy`]) or the same code linked natively
+/// ([`crate::native::NativePolicy`]).
+pub trait Validator {
+    /// `validate_settings`: the policy's own answer.
+    fn validate_settings(&self, settings: &Value) -> Result<SettingsValidation>;
+    /// `validate` on an AdmissionRequest, with the patch Kubewarden computes.
+    fn validate(&self, request: &Value, settings: &Value) -> Result<Evaluation>;
+}
+
+#[cfg(feature = "engine")]
+impl Validator for crate::host::Policy {
+    fn validate_settings(&self, settings: &Value) -> Result<SettingsValidation> {
+        crate::host::Policy::validate_settings(self, settings)
+    }
+
+    fn validate(&self, request: &Value, settings: &Value) -> Result<Evaluation> {
+        crate::host::Policy::validate(self, request, settings)
+    }
+}
 
 /// A demo request, embedded so the demo needs no file outside the binary.
 pub struct Sample {
@@ -35,7 +59,7 @@ pub const SAMPLES: [Sample; 2] = [
 /// `validate_settings` are reported and skipped.
 pub const MODES: [&str; 3] = ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"];
 
-pub fn run(policy: &Policy, out: &mut dyn Write) -> Result<()> {
+pub fn run(policy: &dyn Validator, out: &mut dyn Write) -> Result<()> {
     let io = |e: std::io::Error| Error::Input(format!("cannot write the demo: {e}"));
     writeln!(
         out,

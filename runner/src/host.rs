@@ -1,12 +1,10 @@
 //! Loading a policy module and calling its waPC functions the way
 //! Kubewarden's policy-server does (wapc + wasmtime-provider, same versions).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use wapc::WapcHost;
 use wasmtime_provider::wasmtime::{Config, Engine};
@@ -14,59 +12,9 @@ use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder};
 
 use crate::admission::Evaluation;
 use crate::error::{Error, Result};
-
-/// The SDK's `ValidationResponse`, as the guest serializes it. Kept as our own
-/// type so the host does not pull the SDK (and k8s-openapi) in.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ValidationResponse {
-    pub accepted: bool,
-    #[serde(default)]
-    pub message: Option<String>,
-    #[serde(default)]
-    pub code: Option<u16>,
-    #[serde(default)]
-    pub mutated_object: Option<Value>,
-    #[serde(default)]
-    pub audit_annotations: Option<BTreeMap<String, String>>,
-    #[serde(default)]
-    pub warnings: Option<Vec<String>>,
-}
-
-/// The SDK's `SettingsValidationResponse`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SettingsValidation {
-    pub valid: bool,
-    #[serde(default)]
-    pub message: Option<String>,
-}
-
-/// One host call the guest made to log something
-/// (binding `kubewarden`, namespace `tracing`, operation `log`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct GuestLog {
-    pub level: String,
-    pub message: String,
-    /// The whole event as the guest sent it (JSON when it parses).
-    pub raw: Value,
-}
-
-impl GuestLog {
-    fn from_payload(payload: &[u8]) -> GuestLog {
-        let raw = serde_json::from_slice::<Value>(payload)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(payload).into_owned()));
-        let field = |name: &str| raw.get(name).and_then(Value::as_str).map(str::to_owned);
-        GuestLog {
-            level: field("level").unwrap_or_else(|| "info".to_owned()),
-            message: field("message")
-                .or_else(|| field("msg"))
-                .unwrap_or_else(|| match &raw {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                }),
-            raw: raw.clone(),
-        }
-    }
-}
+use crate::protocol::parse_answer;
+// Also reachable as `host::…`, where `bench` and the tests name them.
+pub use crate::protocol::{validate_payload, GuestLog, SettingsValidation, ValidationResponse};
 
 type LogSink = Arc<Mutex<Vec<GuestLog>>>;
 
@@ -219,27 +167,6 @@ fn shared_engine() -> Result<Engine> {
         .map_err(Error::Load)
 }
 
-/// The `validate` payload policy-server builds.
-pub fn validate_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
-    serde_json::to_vec(&serde_json::json!({ "request": request, "settings": settings }))
-        .map_err(|e| Error::Input(e.to_string()))
-}
-
-fn parse_answer<T: serde::de::DeserializeOwned>(function: &str, raw: &[u8]) -> Result<T> {
-    serde_json::from_slice(raw).map_err(|e| Error::BadResponse {
-        function: function.to_owned(),
-        message: format!("{e}; the module answered: {}", preview(raw)),
-    })
-}
-
-fn preview(raw: &[u8]) -> String {
-    let text = String::from_utf8_lossy(raw);
-    match text.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text.into_owned(),
-    }
-}
-
 /// What policy-server answers to a guest's host call, reduced to what an
 /// offline runner can do: logging works; every other capability (cluster
 /// context, sigstore, OCI, DNS...) is an error the guest sees, never a panic.
@@ -331,15 +258,6 @@ mod trap_cause {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn log_events_keep_level_and_message() {
-        let log = GuestLog::from_payload(br#"{"level":"warn","message":"hi","x":1}"#);
-        assert_eq!(log.level, "warn");
-        assert_eq!(log.message, "hi");
-        let raw = GuestLog::from_payload(b"not json");
-        assert_eq!(raw.message, "not json");
-    }
 
     #[test]
     fn unknown_host_calls_are_errors() {

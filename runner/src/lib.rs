@@ -3,18 +3,32 @@
 //! engine (`wapc` 2.1, `wasmtime-provider` 2.13 = wasmtime 38, `json-patch` 4
 //! for the patch). The CLI (`run`, `demo`, `bench`) and the wasm-level tests
 //! use this library.
+//!
+//! Features: `engine` (default) is the wasm engine and everything that needs
+//! it (`host`, `bench`, `memory`, the CLI); `native` (default) links the
+//! policy crate itself (`native`). Without `engine`, what is left (the
+//! admission response and patch, the demo's text, the summaries) builds in
+//! seconds: `policy-demo` (`make demo`) uses it that way.
 
 pub mod admission;
+#[cfg(feature = "engine")]
 pub mod bench;
 pub mod demo;
 mod error;
+#[cfg(feature = "engine")]
 pub mod host;
+#[cfg(feature = "engine")]
 pub mod memory;
+#[cfg(feature = "native")]
+pub mod native;
+pub mod protocol;
 pub mod summary;
 
 pub use admission::{load_request, AdmissionResponse, Evaluation};
 pub use error::{Error, Result};
-pub use host::{GuestLog, Policy, SettingsValidation, ValidationResponse};
+#[cfg(feature = "engine")]
+pub use host::Policy;
+pub use protocol::{GuestLog, SettingsValidation, ValidationResponse};
 
 use std::path::{Path, PathBuf};
 
