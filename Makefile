@@ -110,7 +110,29 @@ demo-wasm: policy.wasm runner
 bench: policy.wasm floors runner
 	$(RUNNER) bench --wasm policy.wasm \
 		--floor-accept $(FLOOR_DIR)/floor_accept.wasm \
-		--floor-sdk-parse $(FLOOR_DIR)/floor_sdk_parse.wasm
+		--floor-sdk-parse $(FLOOR_DIR)/floor_sdk_parse.wasm \
+		--floor-sdk-mutate $(FLOOR_DIR)/floor_sdk_mutate.wasm
+
+# The cases of `make bench` through `kwctl bench` (what policy-server pays,
+# its work on a mutation included) for the policy and floors (b) and (c):
+# interleaved rounds, lowest median, ratios to each row's floor. A
+# measurement, not a test; needs kwctl and python3. Another kwctl:
+# KWCTL=../shared/tools/kwctl/kwctl; more rounds or time:
+# KWCTL_BENCH_FLAGS="--rounds 5 --measurement-time 3" (runner/bench_kwctl.py --help).
+KWCTL ?= kwctl
+KWCTL_BENCH_FLAGS ?=
+BENCH_CASES := target/bench-cases
+.PHONY: bench-kwctl bench-kwctl-check
+
+# Listed first among the prerequisites, so it runs before anything is built.
+bench-kwctl-check:
+	@command -v $(KWCTL) >/dev/null 2>&1 || { echo "bench-kwctl: kwctl not found ('$(KWCTL)'): install it (https://docs.kubewarden.io/howtos/install-kwctl) or give its path, make bench-kwctl KWCTL=path/to/kwctl" >&2; exit 1; }
+
+bench-kwctl: bench-kwctl-check policy.wasm floors runner
+	$(RUNNER) bench --write-cases $(BENCH_CASES)
+	python3 runner/bench_kwctl.py --kwctl $(KWCTL) --cases $(BENCH_CASES) --policy policy.wasm \
+		--floor-sdk-parse $(FLOOR_DIR)/floor_sdk_parse.wasm \
+		--floor-sdk-mutate $(FLOOR_DIR)/floor_sdk_mutate.wasm $(KWCTL_BENCH_FLAGS)
 
 # --- Reliability (issue 4, RELIABILITY.md) ------------------------------------
 # tests/properties.rs runs 2,000 cases per property in `make test`; the long
