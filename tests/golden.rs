@@ -2,22 +2,27 @@
 //! test_data/cases/<case>/ has its input (request.json, settings.json) beside
 //! the expected result (expected.json), compared whole.
 //!
-//! `UPDATE_GOLDEN=1 cargo test --test golden` (or `make golden`) rewrites
+//! `make golden` (`UPDATE_GOLDEN=1 cargo test --test golden`) rewrites
 //! expected.json from what the policy does now; review the diff.
 
+use policy_testkit::{check_answer, check_fixed_point, golden, payload, Order};
 use rstest::rstest;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-/// The policy's answer to one request: what expected.json holds.
+fn validate(payload: &[u8]) -> Vec<u8> {
+    istio_job_sidecar_policy::validate(payload).expect("validate never errors")
+}
+
+/// The policy's answer to one request, sent as policy-server sends it:
+/// what expected.json holds.
 fn evaluate(request: &Value, settings: &Value) -> Value {
-    let payload = serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap();
-    let response = istio_job_sidecar_policy::validate(&payload).expect("validate never errors");
-    let response: Value = serde_json::from_slice(&response).expect("response is JSON");
+    let answer = validate(&payload(request, Some(settings), Order::PolicyServer));
+    let answer = check_answer(&answer).unwrap_or_else(|e| panic!("{e}"));
     json!({
-        "accepted": response["accepted"],
-        "mutatedObject": response["mutated_object"],
-        "warnings": response["warnings"].as_array().cloned().unwrap_or_default(),
+        "accepted": true,
+        "mutatedObject": answer.mutated,
+        "warnings": answer.warnings,
     })
 }
 
@@ -26,47 +31,22 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn pretty(v: &Value) -> String {
-    serde_json::to_string_pretty(v).unwrap() + "\n"
-}
-
 #[rstest]
-fn golden(#[files("test_data/cases/*/request.json")] request_path: PathBuf) {
+fn golden_case(#[files("test_data/cases/*/request.json")] request_path: PathBuf) {
     let dir = request_path.parent().unwrap();
     let request = read_json(&request_path);
     let settings = read_json(&dir.join("settings.json"));
     let actual = evaluate(&request, &settings);
-    let expected_path = dir.join("expected.json");
-
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&expected_path, pretty(&actual)).unwrap();
-    } else {
-        assert!(
-            expected_path.exists(),
-            "{} is missing: run `make golden` and review it",
-            expected_path.display()
-        );
-        let expected = read_json(&expected_path);
-        assert!(
-            actual == expected,
-            "{} differs from the policy's result:\n{}",
-            expected_path.display(),
-            pretty(&actual)
-        );
-    }
-
-    // The policy never rejects, and its own output is a fixed point.
-    assert_eq!(actual["accepted"], json!(true));
-    if let Some(mutated) = actual["mutatedObject"].as_object() {
-        let mut again = request.clone();
-        again["object"] = Value::Object(mutated.clone());
-        let second = evaluate(&again, &settings);
-        assert_eq!(
-            second["mutatedObject"],
-            Value::Null,
-            "{}: a second run changed the output again",
-            dir.display()
-        );
+    golden(&dir.join("expected.json"), &actual).unwrap_or_else(|e| panic!("{e}"));
+    if !actual["mutatedObject"].is_null() {
+        check_fixed_point(
+            validate,
+            &request,
+            Some(&settings),
+            &actual["mutatedObject"],
+            Order::PolicyServer,
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     }
 }
 
