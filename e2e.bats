@@ -252,6 +252,25 @@ assert_settings_rejected() {
 	assert_patched 'restartPolicy'
 }
 
+@test "nativeSidecar: kube-injected with custom ports, startupProbe and drain hook on the pod's own ports" {
+	local request=test_data/cases/kube-injected-custom-status-port-native/request.json moved
+	run_case kube-injected-custom-status-port-native
+	moved=$(decoded_patch | jq -c '.[] | select(.op == "add" and (.path | test("/initContainers/"))) | .value')
+	echo "moved = ${moved}"
+	# the startupProbe checks what the proxy's readinessProbe checks; the drain
+	# hook calls the status port of the pod's annotation
+	[ "$(jq -c .startupProbe.httpGet <<<"$moved")" = "$(jq -c '.object.spec.template.spec.containers[]
+		| select(.name == "istio-proxy") | .readinessProbe.httpGet' "$request")" ]
+	[[ "$(jq -c .lifecycle.preStop.exec.command <<<"$moved")" == *"\"--debug-port=$(jq -r '.object.spec.template.metadata.annotations["status.sidecar.istio.io/port"]' "$request")\""* ]]
+}
+
+@test "nativeSidecar: kube-injected proxy with its own lifecycle and no probes, moved without adding either" {
+	run_case kube-injected-lifecycle-no-probes-native
+	assert_patched 'initContainers'
+	refute_in_patch 'startupProbe'
+	refute_in_patch 'preStop'
+}
+
 @test "nativeSidecar: Job already injected as a native sidecar, unchanged" {
 	run_case kube-injected-native-job-unchanged
 	assert_not_patched
