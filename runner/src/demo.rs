@@ -12,9 +12,9 @@ use crate::error::{Error, Result};
 use crate::protocol::SettingsValidation;
 use crate::summary::{changed_facts, patch_lines, template_facts};
 
-/// What the demo asks of a policy: the module in the engine
-/// ([`crate::host::Policy`]) or the same code linked natively
-/// ([`crate::native::NativePolicy`]).
+/// What the demo asks of a policy: the module in the engine (`host::Policy`,
+/// feature `engine`) or the same code linked natively
+/// (`native::NativePolicy`, feature `native`).
 pub trait Validator {
     /// `validate_settings`: the policy's own answer.
     fn validate_settings(&self, settings: &Value) -> Result<SettingsValidation>;
