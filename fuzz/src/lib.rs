@@ -3,7 +3,9 @@
 //! Every target ends in one of the `check_*` functions: the policy must not
 //! panic, its answer must be JSON with `accepted: true` (a mutating helper
 //! never denies), warnings must be at most 120 characters, and a mutated
-//! object sent again must not be mutated again.
+//! object sent again must not be mutated again. `merge_fast_path` is
+//! differential: the exitOnJobCompletion merge without a YAML parser
+//! answers as the one with it (`check_merge`, on `ConfigText`).
 //!
 //! `Input` is what `validate_structured` gets from libFuzzer through
 //! `arbitrary`: a kind, an operation, settings, containers and annotations
@@ -14,49 +16,38 @@
 //! duplicate keys and odd numbers reach the policy too.
 
 use arbitrary::{Arbitrary, Unstructured};
+use policy_testkit::Order;
 use serde_json::Value;
 
 // ------------------------------------------------------------------ checks
 
-/// Checks one `validate` answer; returns the mutated object, if any.
+fn validate(payload: &[u8]) -> Vec<u8> {
+    istio_job_sidecar_policy::validate(payload).expect("validate never errors")
+}
+
+/// Checks one `validate` answer (policy-testkit: JSON, an accept, warnings
+/// of at most 120 characters); returns the mutated object, if any.
 pub fn check_answer(answer: &[u8]) -> Option<Value> {
-    let answer: Value = serde_json::from_slice(answer).expect("the answer is JSON");
-    assert_eq!(answer["accepted"], Value::Bool(true), "rejected: {answer}");
-    if let Some(warnings) = answer.get("warnings").filter(|w| !w.is_null()) {
-        for w in warnings.as_array().expect("warnings is a list") {
-            let w = w.as_str().expect("a warning is a string");
-            assert!(w.chars().count() <= 120, "warning over 120 chars: {w:?}");
-        }
-    }
-    answer
-        .get("mutated_object")
-        .filter(|o| !o.is_null())
-        .cloned()
+    policy_testkit::check_answer(answer)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .mutated
 }
 
 /// `validate` on raw bytes: never a panic, always an accept.
 pub fn check_raw(payload: &[u8]) {
-    let answer = istio_job_sidecar_policy::validate(payload).expect("validate never errors");
-    check_answer(&answer);
+    check_answer(&validate(payload));
 }
 
 /// `validate` on a payload that parses as JSON: as `check_raw`, and the
 /// mutated object, sent again in the same request, is a fixed point.
 pub fn check_idempotent(payload: &[u8]) {
-    let answer = istio_job_sidecar_policy::validate(payload).expect("validate never errors");
-    let Some(mutated) = check_answer(&answer) else {
+    let Some(mutated) = check_answer(&validate(payload)) else {
         return;
     };
-    let mut again: Value = serde_json::from_slice(payload).expect("a mutated payload is JSON");
-    again["request"]["object"] = mutated;
-    let again = serde_json::to_vec(&again).unwrap();
-    let answer = istio_job_sidecar_policy::validate(&again).expect("validate never errors");
-    if let Some(second) = check_answer(&answer) {
-        panic!(
-            "not idempotent: the second run changed the object again:\n{}\n",
-            serde_json::to_string(&second).unwrap()
-        );
-    }
+    let sent: Value = serde_json::from_slice(payload).expect("a mutated payload is JSON");
+    let (request, settings) = (&sent["request"], sent.get("settings"));
+    policy_testkit::check_fixed_point(validate, request, settings, &mutated, Order::PolicyServer)
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// `validate_settings` on raw bytes: a `SettingsValidationResponse` always;
@@ -604,6 +595,140 @@ pub fn check_structured(input: &Input) {
     check_idempotent(payload.as_bytes());
 }
 
+// ------------------------------------------------------------------ proxy config merge
+
+/// The exitOnJobCompletion merge: wherever its fast path answers, the
+/// answer is the one the YAML-verified path gives.
+pub fn check_merge(text: &str) {
+    use istio_job_sidecar_policy::modes::exit_on_completion::{merge_fast, merge_verified};
+    if let Some(fast) = merge_fast(text) {
+        assert_eq!(
+            Ok(fast),
+            merge_verified(text),
+            "the fast path differs from the YAML parser on {text:?}"
+        );
+    }
+}
+
+/// A proxy config assembled from pieces of YAML and JSON, so that many
+/// inputs are mappings the fast path takes, with the characters that YAML
+/// readers treat specially mixed in.
+#[derive(Debug, Arbitrary)]
+pub struct ConfigText(Vec<ConfigPiece>);
+
+#[derive(Debug, Arbitrary)]
+enum ConfigPiece {
+    /// `key: value` and a line break, indented by 0, 2 or 4 spaces.
+    Line {
+        indent: u8,
+        key: u8,
+        value: u8,
+    },
+    /// A whole JSON object of `"key": value` members.
+    Json(Vec<(u8, u8)>),
+    /// One of `TRICKY`.
+    Tricky(u8),
+    Text(String),
+}
+
+const CONFIG_KEYS: &[&str] = &[
+    "a",
+    "b",
+    "key-1",
+    "x.y/z",
+    "_u",
+    "proxyMetadata",
+    "exitOnJobCompletion",
+    "holdApplicationUntilProxyStarts",
+    "true",
+    "null",
+    "yes",
+    "On",
+    "1",
+    "01",
+    ".inf",
+    "a b",
+];
+
+const CONFIG_VALUES: &[&str] = &[
+    "1",
+    "true",
+    "false",
+    "null",
+    "~",
+    "x",
+    "\"q\"",
+    "'s'",
+    "5s",
+    "-2",
+    "+7",
+    "1e3",
+    "0x1F",
+    "123456789012345678",
+    "44444444444444444444444",
+    "",
+    "{}",
+    "[a]",
+    "a: b",
+    "x # c",
+    "x#c",
+    "'it''s'",
+    "\"a\\u00e9\"",
+    "&x 1",
+    "*x",
+    "|",
+    "- a",
+];
+
+const TRICKY: &[&str] = &[
+    ": ", ":", " ", "\n", "\n  ", "# c", " # c", "{", "}", "[", "]", ",", "\"", "'", "\\",
+    "\u{2028}", "\u{85}", "\u{2029}", "\r", "\r\n", "\t", "\u{1}", "\u{7f}", "\u{feff}", "é",
+    "---\n", "...\n", "- ", "? ", "%", "@", "`", "<<: ",
+];
+
+fn pick(table: &[&'static str], i: u8) -> &'static str {
+    table[usize::from(i) % table.len()]
+}
+
+impl ConfigText {
+    pub fn text(&self) -> String {
+        let mut text = String::new();
+        for piece in &self.0 {
+            match piece {
+                ConfigPiece::Line { indent, key, value } => {
+                    text.extend(std::iter::repeat_n(' ', usize::from(indent % 3) * 2));
+                    // One key in 256 is too long for a YAML simple key.
+                    match *key {
+                        u8::MAX => text.push_str(&"k".repeat(1030)),
+                        key => text.push_str(pick(CONFIG_KEYS, key)),
+                    }
+                    text.push(':');
+                    let value = pick(CONFIG_VALUES, *value);
+                    if !value.is_empty() {
+                        text.push(' ');
+                        text.push_str(value);
+                    }
+                    text.push('\n');
+                }
+                ConfigPiece::Json(members) => {
+                    let members: Vec<String> = members
+                        .iter()
+                        .map(|(k, v)| {
+                            format!("{:?}: {}", pick(CONFIG_KEYS, *k), pick(CONFIG_VALUES, *v))
+                        })
+                        .collect();
+                    text.push('{');
+                    text.push_str(&members.join(", "));
+                    text.push('}');
+                }
+                ConfigPiece::Tricky(i) => text.push_str(pick(TRICKY, *i)),
+                ConfigPiece::Text(s) => text.push_str(s),
+            }
+        }
+        text
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -616,6 +741,40 @@ mod tests {
             let answer = istio_job_sidecar_policy::validate(payload.as_bytes()).unwrap();
             assert!(check_answer(&answer).is_some(), "{mode}");
         }
+    }
+
+    /// `ConfigText` reaches both answers of the fast path (block and JSON
+    /// forms it takes) and the parser path, so `merge_fast_path` compares
+    /// something.
+    #[test]
+    fn config_texts_reach_the_fast_path() {
+        use istio_job_sidecar_policy::modes::exit_on_completion::merge_fast;
+        let (mut fast, mut json, mut verified) = (0, 0, 0);
+        for seed in 0..4000u32 {
+            let bytes: Vec<u8> = (0..64u32)
+                .map(|i| {
+                    (seed
+                        .wrapping_mul(2654435761)
+                        .wrapping_add(i.wrapping_mul(40503))
+                        >> 9) as u8
+                })
+                .collect();
+            let Ok(input) = ConfigText::arbitrary(&mut Unstructured::new(&bytes)) else {
+                continue;
+            };
+            let text = input.text();
+            match merge_fast(&text) {
+                Some(_) if text.trim_start().starts_with('{') => json += 1,
+                Some(_) => fast += 1,
+                None => verified += 1,
+            }
+            check_merge(&text);
+        }
+        eprintln!("of 4000 pseudo-random configs: {fast} block and {json} JSON on the fast path, {verified} left to the parser");
+        assert!(
+            fast > 50 && json > 10 && verified > 1000,
+            "{fast} {json} {verified}"
+        );
     }
 
     #[test]

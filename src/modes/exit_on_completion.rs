@@ -10,7 +10,9 @@ use super::{Outcome, Target};
 use crate::json::{Node, ShapeError};
 use crate::view::ANNOTATION_PROXY_CONFIG;
 use crate::workload::{annotations_mut, template_mut};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_yaml::{Mapping, Value};
+use std::fmt;
 
 pub const KEY: &str = "exitOnJobCompletion";
 
@@ -43,28 +45,47 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
 ///
 /// A YAML parser costs several times the rest of a request, so the forms
 /// users write (JSON, and block mappings of plain `key: value` lines) are
-/// recognised by a strict grammar in which the edit is correct by
-/// construction; anything else goes through `merge_verified`.
+/// recognised by `merge_fast`; anything else goes through `merge_verified`.
 pub fn merge(text: &str) -> Result<Option<String>, String> {
+    match merge_fast(text) {
+        Some(answer) => Ok(answer),
+        None => merge_verified(text),
+    }
+}
+
+/// `merge` without a YAML parser, for texts in a strict subset of YAML in
+/// which the edit is correct by construction: the answer is the one
+/// `merge_verified` gives (fuzz target `merge_fast_path` checks it).
+/// `None` when the text is outside that subset.
+///
+/// The subset starts with the characters: printable ASCII and `\n` only.
+/// YAML 1.1 readers (go-yaml v2 behind Istio, libyaml behind serde_yaml)
+/// also end lines, and so comments, at `\r`, U+0085, U+2028 and U+2029, and
+/// refuse control characters; a config with any of them, or with any other
+/// non-ASCII character, is left to the parser, which knows.
+pub fn merge_fast(text: &str) -> Option<Option<String>> {
+    if !text
+        .bytes()
+        .all(|b| b == b'\n' || (b' '..=b'~').contains(&b))
+    {
+        return None;
+    }
     if let Some(keys) = json_object_keys(text) {
         if keys.binary_search(&KEY).is_ok() {
-            return Ok(None);
+            return Some(None);
         }
         // The text is one JSON object: its last `}` closes it.
-        if let Some(close) = text.rfind('}') {
-            let (head, tail) = text.split_at(close);
-            let sep = if keys.is_empty() { "" } else { ", " };
-            return Ok(Some([head, sep, "\"", KEY, "\": true", tail].concat()));
-        }
+        let close = text.rfind('}')?;
+        let (head, tail) = text.split_at(close);
+        let sep = if keys.is_empty() { "" } else { ", " };
+        return Some(Some([head, sep, "\"", KEY, "\": true", tail].concat()));
     }
-    if let Some(block) = simple_block_mapping(text) {
-        if block.top_keys.binary_search(&KEY).is_ok() {
-            return Ok(None);
-        }
-        let indent = &text[block.first_line..block.first_line + block.indent];
-        return Ok(Some(join_line(text, &[indent, KEY, ": true"].concat())));
+    let block = simple_block_mapping(text)?;
+    if block.top_keys.binary_search(&KEY).is_ok() {
+        return Some(None);
     }
-    merge_verified(text)
+    let indent = &text[block.first_line..block.first_line + block.indent];
+    Some(Some(join_line(text, &[indent, KEY, ": true"].concat())))
 }
 
 /// `merge` through a YAML parser: every result is re-read and checked to be
@@ -97,24 +118,128 @@ pub fn merge_verified(text: &str) -> Result<Option<String>, String> {
     }
 }
 
-/// The keys of `text` when it is exactly one JSON object with distinct keys
-/// (JSON is YAML, so any YAML reader sees the same mapping).
+/// The top-level keys of `text`, sorted, when it is one JSON object that
+/// every YAML reader sees as the same mapping: no escapes (YAML refuses
+/// some that JSON takes, such as lone surrogates), keys distinct at every
+/// level, each key on the line of its `:` and short enough to be a YAML
+/// simple key, nesting well inside both parsers' limits.
 fn json_object_keys(text: &str) -> Option<Vec<&str>> {
-    if !text.trim_start().starts_with('{') {
+    if !text.trim_start().starts_with('{') || text.contains('\\') {
         return None;
     }
-    let raw: &serde_json::value::RawValue = serde_json::from_str(text).ok()?;
-    let mut node = Node::raw(raw);
-    let members = node.members_mut().ok()?;
-    let mut keys = Vec::with_capacity(members.len());
-    for (key, _) in members.iter() {
-        // A key with escapes is not compared here: leave it to the parser.
-        let std::borrow::Cow::Borrowed(key) = key else {
-            return None;
-        };
-        keys.push(*key);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let keys = YamlSafeJson { text, depth: 0 }.deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(keys)
+}
+
+/// Every number of at most 18 characters fits in 64 bits, which is what
+/// serde_yaml can read.
+const MAX_NUMBER_CHARS: usize = 18;
+/// The largest magnitude serde_yaml reads as an integer without refusing.
+const MAX_SAFE_NUMBER: f64 = 9.0e18;
+
+/// YAML (libyaml, go-yaml) reads an implicit key only within 1024
+/// characters of its start, on one line.
+const MAX_KEY_SPAN: usize = 1000;
+const MAX_DEPTH: u8 = 64;
+
+/// Walks one JSON value, failing on what YAML would read otherwise; a
+/// mapping yields its keys, sorted.
+#[derive(Clone, Copy)]
+struct YamlSafeJson<'t> {
+    text: &'t str,
+    depth: u8,
+}
+
+impl<'t> YamlSafeJson<'t> {
+    fn deeper<E: de::Error>(self) -> Result<Self, E> {
+        if self.depth >= MAX_DEPTH {
+            return Err(E::custom("too deep"));
+        }
+        Ok(YamlSafeJson {
+            depth: self.depth + 1,
+            ..self
+        })
     }
-    distinct(keys)
+
+    /// The key (borrowed from `text`, so it has a place in it) is followed
+    /// on its own line by its `:`, within a simple key's span.
+    fn key_fits<E: de::Error>(self, key: &str) -> Result<(), E> {
+        let start = (key.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize);
+        let after = self
+            .text
+            .get(start + key.len() + 1..)
+            .ok_or_else(|| E::custom("key outside the text"))?;
+        let spaces = after.len() - after.trim_start_matches(' ').len();
+        if after[spaces..].starts_with(':') && key.len() + 2 + spaces <= MAX_KEY_SPAN {
+            Ok(())
+        } else {
+            Err(E::custom("key not a YAML simple key"))
+        }
+    }
+}
+
+impl<'t> DeserializeSeed<'t> for YamlSafeJson<'t> {
+    type Value = Vec<&'t str>;
+    fn deserialize<D: Deserializer<'t>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'t> Visitor<'t> for YamlSafeJson<'t> {
+    type Value = Vec<&'t str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_map<M: MapAccess<'t>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+        let inner = self.deeper()?;
+        let mut keys = Vec::with_capacity(map.size_hint().unwrap_or(8));
+        while let Some(key) = map.next_key::<&'t str>()? {
+            self.key_fits(key)?;
+            keys.push(key);
+            map.next_value_seed(inner)?;
+        }
+        distinct(keys).ok_or_else(|| de::Error::custom("duplicate key"))
+    }
+
+    fn visit_seq<A: SeqAccess<'t>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let inner = self.deeper()?;
+        while seq.next_element_seed(inner)?.is_some() {}
+        Ok(Vec::new())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Vec::new())
+    }
+
+    /// serde_json reads an integer too long for 64 bits as a float, which
+    /// serde_yaml refuses to read at all: such numbers are left to it.
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        if v.abs() < MAX_SAFE_NUMBER {
+            Ok(Vec::new())
+        } else {
+            Err(E::custom("number out of 64 bits"))
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Vec::new())
+    }
 }
 
 /// The keys of one mapping, sorted, or `None` when one repeats. Sorting
@@ -202,16 +327,25 @@ fn simple_block_mapping(text: &str) -> Option<Block<'_>> {
     })
 }
 
+/// A key every YAML reader takes as this very string: it starts with a
+/// letter (no number, no `.inf`), is not a word some reader resolves to a
+/// boolean or null, and fits in a simple key.
 fn plain_key(key: &str) -> bool {
+    const NOT_STRINGS: [&str; 10] = [
+        "null", "true", "false", "yes", "no", "on", "off", "y", "n", "nan",
+    ];
     let b = key.as_bytes();
     b.first()
-        .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+        && b.len() < MAX_KEY_SPAN
         && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'/'))
+        && !NOT_STRINGS.iter().any(|w| key.eq_ignore_ascii_case(w))
 }
 
 /// A scalar that ends on its line: quoted without escapes or inner quotes,
-/// or plain without indicators that could open anything.
+/// or plain without indicators that could open anything, and not a number
+/// too long for 64 bits (serde_yaml refuses those; found by fuzzing).
 fn one_line_scalar(value: &str) -> bool {
     let b = value.as_bytes();
     let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
@@ -226,7 +360,9 @@ fn one_line_scalar(value: &str) -> bool {
         || matches!(first, b'_' | b'.' | b'/' | b'+')
         || !first.is_ascii()
         || (first == b'-' && b.get(1).is_some_and(u8::is_ascii_digit));
+    let may_be_a_number = first.is_ascii_digit() || matches!(first, b'-' | b'+' | b'.');
     starts_plain
+        && !(may_be_a_number && b.len() > MAX_NUMBER_CHARS)
         && last != b':'
         && b.iter().enumerate().all(|(i, c)| match c {
             b'[' | b']' | b'{' | b'}' | b'#' | b'"' | b'\'' => false,
@@ -359,10 +495,43 @@ mod tests {
     #[case::lone_quote("a: \"\n", false)]
     #[case::lone_single_quote("a: '\n", false)]
     #[case::json_escaped_key("{\"\\u0061\": 1}", false)]
+    #[case::json_escaped_value("{\"a\": \"\\ud800\"}", false)]
+    #[case::json_nested_duplicate("{\"a\": {\"b\": 1, \"b\": 2}}", false)]
+    #[case::json_key_then_newline("{\"a\"\n: 1}", false)]
+    #[case::json_long_key(&format!("{{\"{}\": 1}}", "k".repeat(1100)), false)]
+    #[case::json_deep(&format!("{{\"a\": {}1{}}}", "[".repeat(100), "]".repeat(100)), false)]
+    #[case::line_separator("a: 1 # x\u{2028}exitOnJobCompletion: false", false)]
+    #[case::next_line("a: 1 # x\u{85}b: 2", false)]
+    #[case::paragraph_separator("a: x\u{2029}b: 2", false)]
+    #[case::control_character("a: x\u{1}y", false)]
+    #[case::delete("a: x\u{7f}", false)]
+    #[case::non_ascii_value("a: café", false)]
+    #[case::bool_keys("true: 1\nyes: 2\n", false)]
+    #[case::null_key("null: 1\n", false)]
+    #[case::number_keys("1: a\n01: b\n", false)]
+    #[case::big_integer("a: 44444444444444444444444\n", false)]
+    #[case::big_json_integer("{\"a\": 44444444444444444444444}", false)]
+    #[case::small_numbers("a: 123456789012345678\nb: -1.5\nc: +7\n", true)]
+    #[case::long_block_key(&format!("{}: 1\n", "k".repeat(1100)), false)]
     fn fast_paths_agree_with_the_parser(#[case] text: &str, #[case] fast: bool) {
-        let recognised = json_object_keys(text).is_some() || simple_block_mapping(text).is_some();
-        assert_eq!(recognised, fast, "{text:?}");
-        assert_eq!(merge(text), merge_verified(text), "{text:?}");
+        let answer = merge_fast(text);
+        assert_eq!(answer.is_some(), fast, "{text:?}");
+        if let Some(answer) = answer {
+            assert_eq!(Ok(answer), merge_verified(text), "{text:?}");
+        }
+    }
+
+    /// Issue 10: a YAML 1.1 line break ends the comment, so the user's
+    /// `false` is a key of its own, and stands.
+    #[rstest]
+    #[case::line_separator("\u{2028}")]
+    #[case::next_line("\u{85}")]
+    #[case::paragraph_separator("\u{2029}")]
+    #[case::carriage_return("\r")]
+    fn a_comment_ends_at_every_yaml_line_break(#[case] newline: &str) {
+        let text =
+            format!("holdApplicationUntilProxyStarts: true # x{newline}exitOnJobCompletion: false");
+        assert_eq!(merge(&text), Ok(None), "{text:?}");
     }
 
     #[rstest]

@@ -1,0 +1,11 @@
+//! Differential: the exitOnJobCompletion merge without a YAML parser
+//! (`merge_fast`) answers, wherever it answers at all, exactly as the
+//! YAML-verified path (`merge_verified`) does (issue 10).
+#![no_main]
+
+use istio_job_sidecar_policy_fuzz::{check_merge, ConfigText};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|input: ConfigText| {
+    check_merge(&input.text());
+});
