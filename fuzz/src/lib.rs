@@ -743,6 +743,18 @@ mod tests {
         }
     }
 
+    /// Deterministic bytes for `arbitrary`, different for every seed.
+    fn pseudo_random(seed: u32, len: u32, shift: u32) -> Vec<u8> {
+        (0..len)
+            .map(|i| {
+                (seed
+                    .wrapping_mul(2654435761)
+                    .wrapping_add(i.wrapping_mul(40503))
+                    >> shift) as u8
+            })
+            .collect()
+    }
+
     /// `ConfigText` reaches both answers of the fast path (block and JSON
     /// forms it takes) and the parser path, so `merge_fast_path` compares
     /// something.
@@ -751,14 +763,7 @@ mod tests {
         use istio_job_sidecar_policy::modes::exit_on_completion::merge_fast;
         let (mut fast, mut json, mut verified) = (0, 0, 0);
         for seed in 0..4000u32 {
-            let bytes: Vec<u8> = (0..64u32)
-                .map(|i| {
-                    (seed
-                        .wrapping_mul(2654435761)
-                        .wrapping_add(i.wrapping_mul(40503))
-                        >> 9) as u8
-                })
-                .collect();
+            let bytes = pseudo_random(seed, 64, 9);
             let Ok(input) = ConfigText::arbitrary(&mut Unstructured::new(&bytes)) else {
                 continue;
             };
@@ -781,14 +786,7 @@ mod tests {
     fn structured_inputs_are_json_and_reach_the_modes() {
         let mut mutated = 0;
         for seed in 0..2000u32 {
-            let bytes: Vec<u8> = (0..512u32)
-                .map(|i| {
-                    (seed
-                        .wrapping_mul(2654435761)
-                        .wrapping_add(i.wrapping_mul(40503))
-                        >> 7) as u8
-                })
-                .collect();
+            let bytes = pseudo_random(seed, 512, 7);
             let mut u = Unstructured::new(&bytes);
             if let Ok(input) = Input::arbitrary(&mut u) {
                 let payload = input.payload();
