@@ -62,10 +62,15 @@ impl GuestLog {
     }
 }
 
-/// The `validate` payload policy-server builds.
+/// The `validate` payload as policy-server writes it: the request's `kind`
+/// and `operation` before its `object`, so a policy may decide before it
+/// reads the object (policy-testkit, shared with the policy's own tests).
 pub fn validate_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
-    serde_json::to_vec(&serde_json::json!({ "request": request, "settings": settings }))
-        .map_err(|e| Error::Input(e.to_string()))
+    Ok(policy_testkit::payload(
+        request,
+        Some(settings),
+        policy_testkit::Order::PolicyServer,
+    ))
 }
 
 /// A function's answer read as the protocol's JSON; anything else is

@@ -105,14 +105,9 @@ fn call(policy: &Policy, name: &str, payload: &[u8]) -> Outcome {
             (response, true)
         }
     };
-    assert!(
-        response.accepted,
-        "{name}: rejected: {:?}",
-        response.message
-    );
-    for w in response.warnings.iter().flatten() {
-        assert!(w.chars().count() <= 120, "{name}: warning too long: {w}");
-    }
+    let warnings = response.warnings.as_deref().unwrap_or_default();
+    policy_testkit::check_verdict(response.accepted, warnings)
+        .unwrap_or_else(|e| panic!("{name}: {e} ({:?})", response.message));
     Outcome {
         response,
         elapsed,
@@ -157,8 +152,9 @@ fn report(name: &str, size: usize, o: &Outcome) {
     );
 }
 
+/// As policy-server sends it: kind and operation before the object.
 fn payload(request: &Value, settings: &Value) -> Vec<u8> {
-    serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap()
+    policy_testkit::payload(request, Some(settings), policy_testkit::Order::PolicyServer)
 }
 
 fn request(kind: &str, object: Value) -> Value {

@@ -1,8 +1,11 @@
 //! Every case in `test_data/` through the built `policy.wasm`, via the same
 //! engine Kubewarden uses. A missing or stale module fails, never skips.
 //!
-//! `UPDATE_GOLDEN=1 cargo test -p policy-runner --test wasm_cases` rewrites
-//! each `expected.json` from what the module actually does; review the diff.
+//! Requests go in as policy-server sends them; the checks (verdict,
+//! warnings, fixed point, golden file) are policy-testkit's, the ones the
+//! native tests make. `UPDATE_GOLDEN=1 cargo test -p policy-runner --test
+//! wasm_cases` rewrites each `expected.json` from what the module actually
+//! does; review the diff.
 
 mod common;
 
@@ -11,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use common::built_module;
 use policy_runner::{load_request, workspace_root, Evaluation};
+use policy_testkit::{check_fixed_point, check_verdict, golden, Order};
 use serde_json::{json, Value};
 
 fn read_json(path: &Path) -> Value {
@@ -28,10 +32,6 @@ fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
     entries
 }
 
-fn updating() -> bool {
-    std::env::var("UPDATE_GOLDEN").is_ok_and(|v| v == "1")
-}
-
 /// The comparable result: what expected.json holds.
 fn observed(evaluation: &Evaluation) -> Value {
     let mutated = match &evaluation.patch {
@@ -45,16 +45,6 @@ fn observed(evaluation: &Evaluation) -> Value {
         "mutatedObject": mutated,
         "warnings": evaluation.warnings(),
     })
-}
-
-/// Readable differences between two results (JSON pointers of what differs).
-fn differences(expected: &Value, actual: &Value) -> String {
-    json_patch::diff(expected, actual)
-        .0
-        .iter()
-        .map(|op| format!("    {}", serde_json::to_string(op).unwrap_or_default()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[test]
@@ -86,41 +76,30 @@ fn every_case_matches_its_golden_file_and_is_idempotent() {
                 continue;
             }
         };
-        let actual = observed(&evaluation);
-        let expected_path = case.join("expected.json");
-        if updating() {
-            let text = serde_json::to_string_pretty(&actual).expect("serializable") + "\n";
-            fs::write(&expected_path, text)
-                .unwrap_or_else(|e| panic!("{}: {e}", expected_path.display()));
-        } else {
-            let mut expected = read_json(&expected_path);
-            // An absent warnings list means none.
-            if expected.get("warnings").is_none() {
-                expected["warnings"] = json!([]);
-            }
-            for key in ["accepted", "mutatedObject", "warnings"] {
-                if expected.get(key) != actual.get(key) {
-                    failures.push(format!(
-                        "{name}: `{key}` differs from expected.json (patch from expected to actual):\n{}",
-                        differences(&expected[key], &actual[key])
-                    ));
-                }
-            }
+        if let Err(e) = check_verdict(evaluation.allowed(), evaluation.warnings()) {
+            failures.push(format!("{name}: {e}"));
         }
-        // Applying the policy to its own output must change nothing more.
+        let actual = observed(&evaluation);
+        if let Err(e) = golden(&case.join("expected.json"), &actual) {
+            failures.push(format!("{name}: {e}"));
+        }
+        // Applying the policy to its own output (as patched by the host)
+        // must change nothing more.
         if evaluation.patch.is_some() {
-            let mut again = request.clone();
-            again["object"] = actual["mutatedObject"].clone();
-            match policy.validate(&again, &settings) {
-                Ok(second) if second.patch.is_some() => failures.push(format!(
-                    "{name}: not idempotent, a second pass patches again:\n{}",
-                    differences(
-                        &second.object,
-                        &second.patched_object().unwrap_or(Value::Null)
-                    )
-                )),
-                Ok(_) => {}
-                Err(e) => failures.push(format!("{name}: second pass: {e}")),
+            let validate = |payload: &[u8]| {
+                policy
+                    .call("validate", payload)
+                    .unwrap_or_else(|e| panic!("{name}: second pass: {e}"))
+            };
+            let mutated = &actual["mutatedObject"];
+            if let Err(e) = check_fixed_point(
+                validate,
+                &request,
+                Some(&settings),
+                mutated,
+                Order::PolicyServer,
+            ) {
+                failures.push(format!("{name}: {e}"));
             }
         }
     }

@@ -114,9 +114,6 @@ pub fn check_answer(raw: &[u8]) -> Result<Answer, String> {
             String::from_utf8_lossy(raw)
         )
     })?;
-    if answer["accepted"] != Value::Bool(true) {
-        return Err(format!("a mutating helper never rejects, got: {answer}"));
-    }
     let warnings = match &answer["warnings"] {
         Value::Null => Vec::new(),
         Value::Array(list) => list
@@ -126,16 +123,28 @@ pub fn check_answer(raw: &[u8]) -> Result<Answer, String> {
             .ok_or_else(|| format!("warnings must be strings: {answer}"))?,
         other => return Err(format!("warnings must be a list, got {other}")),
     };
-    if let Some(long) = warnings
+    check_verdict(answer["accepted"] == Value::Bool(true), &warnings)
+        .map_err(|e| format!("{e}; the answer: {answer}"))?;
+    let mutated = Some(answer["mutated_object"].clone()).filter(|o| !o.is_null());
+    Ok(Answer { mutated, warnings })
+}
+
+/// What holds for every answer, for callers that read it their own way:
+/// accepted (a mutating helper never denies), and each warning at most
+/// `MAX_WARNING_CHARS` characters.
+pub fn check_verdict(accepted: bool, warnings: &[String]) -> Result<(), String> {
+    if !accepted {
+        return Err("rejected: a mutating helper never rejects".into());
+    }
+    match warnings
         .iter()
         .find(|w| w.chars().count() > MAX_WARNING_CHARS)
     {
-        return Err(format!(
+        Some(long) => Err(format!(
             "warning over {MAX_WARNING_CHARS} characters: {long:?}"
-        ));
+        )),
+        None => Ok(()),
     }
-    let mutated = Some(answer["mutated_object"].clone()).filter(|o| !o.is_null());
-    Ok(Answer { mutated, warnings })
 }
 
 /// The policy's own output is a fixed point: `mutated`, sent again as the
