@@ -7,7 +7,7 @@
 //! exits; the listener notes whether that file existed when the quit request
 //! arrived, so a request sent too early is caught. Each run has a deadline.
 //!
-//! Needs: dash; bash, busybox, curl, wget, perl (the SIGINT case)
+//! Needs: dash; bash, busybox, curl, wget, perl (the INT and QUIT cases)
 //! and shellcheck for the rest. A case whose tool is absent is skipped with
 //! a `SKIPPED:` line on stderr; with `REQUIRE_TOOLS=1` (set by `.ci/run`) it
 //! fails instead, so CI cannot skip silently.
@@ -327,10 +327,11 @@ impl Run<'_> {
     fn exits(&self, code: i32) -> Option<Outcome> {
         let out = self.go()?;
         let (shell, fetcher) = (self.shell, self.fetcher);
+        let signal = self.signal.unwrap_or("no signal");
         assert_eq!(
             out.code,
             Some(code),
-            "{shell:?} {fetcher:?}: {}",
+            "{shell:?} {fetcher:?} {signal}: {}",
             out.stderr
         );
         Some(out)
@@ -534,51 +535,112 @@ fn neither_curl_nor_wget_still_exits_with_the_programs_code() {
     }
 }
 
+/// A shell program that, on signal `$1`, notes it in `signal`, stops its
+/// sleep, goes on a moment and exits with `$2`: the wrapper has to pass the
+/// signal on, keep waiting and ask to quit only after. `started` is written
+/// once the trap is set and the sleep runs (a shell runs traps only between
+/// commands, hence `sleep & wait`).
+const SH_HANDLES: &str = "trap 'kill $! 2>/dev/null; echo \"$1\" >> \"$0/signal\"' \"$1\"; \
+    sleep 30 & : > \"$0/started\"; wait; sleep 0.2; : > \"$0/done\"; exit \"$2\"";
+
+/// The same in perl, for INT and QUIT: a non-interactive shell starts
+/// background programs with both ignored (POSIX), so only a program that
+/// sets its own handler sees them (perl, Go, Node, Python do; a shell
+/// script cannot).
+const PERL_HANDLES: &str = "my ($dir, $sig, $code) = @ARGV; my $got; \
+    $SIG{$sig} = sub { $got = 1 }; open(my $s, '>', \"$dir/started\") or die; close($s); \
+    sleep 1 until $got; open(my $f, '>>', \"$dir/signal\") or die; print $f \"$sig\\n\"; \
+    close($f); select(undef, undef, undef, 0.2); open(my $d, '>', \"$dir/done\"); exit $code";
+
+/// Sends `signal` to the wrapper of a program that handles it and then
+/// exits with `code`: the program saw the signal once, the wrapper exits
+/// with `code`, and asks to quit once, after the program. `false` when perl,
+/// which the INT and QUIT cases need, is missing.
+fn forwarded_then_exits(shell: Shell, signal: &str, code: i32) -> bool {
+    let code_text = code.to_string();
+    let perl = find("perl");
+    let command = if matches!(signal, "INT" | "QUIT") {
+        let Some(perl) = perl.as_deref().and_then(Path::to_str) else {
+            return false;
+        };
+        [perl, "-e", PERL_HANDLES, "{dir}", signal, &code_text]
+    } else {
+        ["sh", "-c", SH_HANDLES, "{dir}", signal, &code_text]
+    };
+    let out = Run {
+        shell,
+        command: &command,
+        signal: Some(signal),
+        ..Run::default()
+    }
+    .exits(code)
+    .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.read("signal")),
+        format!("{signal}\n"),
+        "{shell:?} {signal}"
+    );
+    out.assert_quit_once_after();
+    assert!(out.elapsed < Duration::from_secs(10), "{:?}", out.elapsed);
+    out.clean();
+    true
+}
+
+/// The program decides what a signal means: the wrapper forwards each of
+/// TERM, INT, HUP, QUIT, USR1, USR2 and neither ends nor quits because of
+/// it.
 #[test]
-fn sigterm_to_the_wrapper_reaches_the_program() {
-    // `sleep & wait`: a shell runs traps only between commands.
-    let program =
-        "trap 'kill $! 2>/dev/null; echo term > \"$0/signal\"; : > \"$0/done\"; exit 7' TERM; \
-                   : > \"$0/started\"; sleep 30 & wait";
+fn every_forwarded_signal_reaches_the_program_which_decides() {
+    let signals = [
+        ("TERM", 41),
+        ("INT", 42),
+        ("HUP", 43),
+        ("QUIT", 44),
+        ("USR1", 45),
+        ("USR2", 46),
+    ];
+    let mut skipped = false;
     for shell in shells() {
-        let out = Run {
-            shell,
-            command: &["sh", "-c", program, "{dir}"],
-            signal: Some("TERM"),
-            ..Run::default()
+        for (signal, code) in signals {
+            skipped |= !forwarded_then_exits(shell, signal, code);
         }
-        .exits(7)
-        .unwrap();
-        assert_eq!(out.read("signal"), b"term\n");
-        out.assert_quit_once_after();
-        assert!(out.elapsed < Duration::from_secs(10), "{:?}", out.elapsed);
-        out.clean();
+    }
+    if skipped {
+        skip("perl not installed, the INT and QUIT cases are skipped");
     }
 }
 
+/// 127 after a forwarded signal is the program's own code, not the sign
+/// of a status collected already: a wait that the signal cut short does
+/// not count.
 #[test]
-fn sigint_to_the_wrapper_reaches_a_program_that_handles_it() {
-    // A non-interactive shell starts background jobs with SIGINT ignored
-    // (POSIX), so only a program that installs its own handler sees it;
-    // perl does, a shell script cannot.
-    let Some(perl) = find("perl") else {
-        skip("perl not installed, the SIGINT case is skipped");
-        return;
-    };
-    let program = "$SIG{INT} = sub { open(my $f, '>', \"$ARGV[0]/done\"); exit 5 }; \
-                   open(my $s, '>', \"$ARGV[0]/started\"); close($s); sleep 30; exit 0";
+fn a_program_that_exits_127_on_a_forwarded_signal_keeps_127() {
     for shell in shells() {
-        let perl = perl.to_str().unwrap();
-        let out = Run {
-            shell,
-            command: &[perl, "-e", program, "{dir}"],
-            signal: Some("INT"),
-            ..Run::default()
+        for signal in ["TERM", "HUP", "USR2"] {
+            assert!(forwarded_then_exits(shell, signal, 127));
         }
-        .exits(5)
-        .unwrap();
-        out.assert_quit_once_after();
-        out.clean();
+    }
+}
+
+/// A program that does not handle the signal dies of it: 128+N (Linux
+/// numbers), and the quit request still follows.
+#[test]
+fn death_by_a_forwarded_signal_is_128_plus_n() {
+    let program = ": > \"$0/done\"; : > \"$0/started\"; exec sleep 30";
+    for shell in shells() {
+        for (signal, code) in [("TERM", 143), ("HUP", 129), ("USR1", 138), ("USR2", 140)] {
+            let out = Run {
+                shell,
+                command: &["sh", "-c", program, "{dir}"],
+                signal: Some(signal),
+                ..Run::default()
+            }
+            .exits(code)
+            .unwrap();
+            out.assert_quit_once_after();
+            assert!(out.elapsed < Duration::from_secs(10), "{:?}", out.elapsed);
+            out.clean();
+        }
     }
 }
 

@@ -1,25 +1,31 @@
 # istio-job-sidecar quitEndpoint wrapper: runs the program, then asks the
 # Istio agent to quit. $1: quit URL, $2: always|on-success, then the program.
+ijs_pid='' ijs_early='' ijs_got='' ijs_rc=''
+# Passes signal $1 on. $2, the status before the trap, is above 128 after a
+# wait cut short: if the program is still there, its status is yet to come.
 ijs_fwd() {
-  ijs_got=$1 ijs_int=1
-  if [ -n "$ijs_pid" ]; then kill -"$1" "$ijs_pid" 2>/dev/null; else ijs_early=$1; fi
+  case $1 in TERM|INT) ijs_got=1; esac
+  if [ -z "$ijs_pid" ]; then ijs_early="$ijs_early $1"
+  elif kill -"$1" "$ijs_pid" 2>/dev/null && [ "$2" -gt 128 ]; then ijs_int=1
+  else ijs_chk=1; fi
 }
-trap 'ijs_fwd TERM' TERM
-trap 'ijs_fwd INT' INT
+# shellcheck disable=SC2064
+for ijs_s in TERM INT HUP QUIT USR1 USR2; do trap "ijs_fwd $ijs_s \$?" $ijs_s; done
 # A background job gets /dev/null as stdin: give it the real one by fd 3.
 exec 3<&0
 (shift 2; exec "$@") <&3 3<&- &
 ijs_pid=$!
 exec 3<&-
-[ -z "$ijs_early" ] || kill -"$ijs_early" "$ijs_pid" 2>/dev/null
-# A trapped signal ends wait early: wait again. 127 then means its status
-# had already been collected by the wait before.
+for ijs_s in $ijs_early; do kill -"$ijs_s" "$ijs_pid" 2>/dev/null; done
+# A wait that no trap followed gives the status. After ijs_chk, wait again:
+# 127 then means the wait before had collected it.
 while :; do
-  ijs_int=
+  ijs_int='' ijs_chk=''
   wait "$ijs_pid"; ijs_r=$?
+  [ -n "$ijs_int" ] && continue
   [ "$ijs_r" = 127 ] && [ -n "$ijs_rc" ] && break
   ijs_rc=$ijs_r
-  [ -z "$ijs_int" ] && break
+  [ -z "$ijs_chk" ] && break
 done
 ijs_post() {
   if command -v curl >/dev/null 2>&1; then
