@@ -369,7 +369,9 @@ fn policy_server_validate(policy: &Policy, request: &Value, settings: &Value) ->
     let (before, guest) = {
         // policy-server turns its typed AdmissionRequest into a JSON value
         // (to find `object`) and then into the payload; the runner's request
-        // is a value already, so `to_value` is the same deep copy.
+        // is a value already, so `to_value` is the same deep copy. Without
+        // serde_json's `preserve_order` (kwctl 1.31 has it off, as here) the
+        // payload's members come out in alphabetical order at every level.
         let request_value =
             serde_json::to_value(request).map_err(|e| Error::Input(e.to_string()))?;
         let payload = serde_json::to_string(&json!({ "request": request, "settings": settings }))
