@@ -32,8 +32,10 @@ pub fn answer(payload: &[u8]) -> Answer<'_> {
     let Ok(text) = std::str::from_utf8(payload) else {
         return Answer::Accept(vec!["request not understood: it is not UTF-8".into()]);
     };
-    // Kind and operation come before the object in what policy-server
-    // sends: the object of a request they already decide is never built.
+    // When kind and operation come before the object (the API server's
+    // order), the object of a request they already decide is never built.
+    // policy-server sorts the members (kind, object, operation): there the
+    // kind alone comes first, enough to skip the objects of other kinds.
     let may_skip = |kind, operation: &str| decide::by_operation(kind, operation).is_some();
     let request = match Request::parse(text, &may_skip) {
         Ok(r) => r,

@@ -3,10 +3,13 @@
 //! Only `request.kind`, `request.operation`, `settings` and the parts of
 //! `request.object` a decision or a mode needs are looked at; the object is
 //! expanded along the paths of its kind (`workload::shape`) and everything
-//! else stays raw, borrowed from the payload. When the kind and operation
-//! already say "nothing to do" (they come before the object in what
-//! policy-server sends), the object is only scanned, never built: which
-//! pairs those are is the caller's rule (`MaySkip`), not this reader's.
+//! else stays raw, borrowed from the payload. When the kind and operation,
+//! read before the object, already say "nothing to do", the object is only
+//! scanned, never built: which pairs those are is the caller's rule
+//! (`MaySkip`), not this reader's. policy-server writes the members in
+//! alphabetical order (`kind`, `object`, `operation`), so there the kind is
+//! known first; other hosts write the API server's order, with the
+//! operation before the object too.
 
 use crate::json::{Expand, Key, Node};
 use crate::view::Kind;

@@ -62,9 +62,9 @@ impl GuestLog {
     }
 }
 
-/// The `validate` payload as policy-server writes it: the request's `kind`
-/// and `operation` before its `object`, so a policy may decide before it
-/// reads the object (policy-testkit, shared with the policy's own tests).
+/// The `validate` payload as policy-server and kwctl write it: from a
+/// `serde_json::Value`, so every object's members in alphabetical order
+/// (policy-testkit, shared with the policy's own tests).
 pub fn validate_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
     Ok(policy_testkit::payload(
         request,

@@ -152,7 +152,7 @@ fn report(name: &str, size: usize, o: &Outcome) {
     );
 }
 
-/// As policy-server sends it: kind and operation before the object.
+/// As policy-server sends it (members in alphabetical order).
 fn payload(request: &Value, settings: &Value) -> Vec<u8> {
     policy_testkit::payload(request, Some(settings), policy_testkit::Order::PolicyServer)
 }

@@ -3,8 +3,9 @@
 //! wasm-level tests of the runner, which call the same checks on the
 //! native policy or on `policy.wasm`.
 //!
-//! - `payload`: the `validate` payload in the order policy-server writes
-//!   it (`kind` and `operation` before `object`), or with the object first.
+//! - `payload`: the `validate` payload with the request's members in the
+//!   order policy-server writes them (alphabetical), in the API server's
+//!   own order (`kind` and `operation` before `object`), or object first.
 //! - `check_answer`: what holds for every answer of this policy: JSON,
 //!   accepted (a mutating helper never denies), warnings of at most 120
 //!   characters.
@@ -17,9 +18,9 @@ use std::path::Path;
 /// The API server asks for admission warnings of at most 120 characters.
 pub const MAX_WARNING_CHARS: usize = 120;
 
-/// The members of an AdmissionRequest in the order policy-server writes
-/// them (policy-evaluator's `KubernetesAdmissionRequest`, field order).
-const POLICY_SERVER_ORDER: [&str; 15] = [
+/// The members of an AdmissionRequest in the API server's order (the
+/// fields of `admission/v1.AdmissionRequest`, as Go writes them).
+const API_SERVER_ORDER: [&str; 15] = [
     "uid",
     "kind",
     "resource",
@@ -37,45 +38,85 @@ const POLICY_SERVER_ORDER: [&str; 15] = [
     "options",
 ];
 
-/// The order of a request's members in a payload.
+/// The order of a request's members in a payload. The policy reads the
+/// payload in one pass and may skip the object of a request whose kind and
+/// operation it has already seen, so each order takes another path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
-    /// As policy-server sends it: `kind` and `operation` before `object`,
-    /// so the policy may decide before it reads the object.
+    /// As policy-server and kwctl 1.31 write it: policy-evaluator 0.30 turns
+    /// the request into a `serde_json::Value` (`json!`), whose maps are
+    /// sorted (no `preserve_order` in their build), so every object's
+    /// members come in alphabetical order: `kind`, then `object`, then
+    /// `operation`.
     PolicyServer,
-    /// `object` first, then the rest: the policy must read the object
-    /// before it knows what it is.
+    /// The API server's own order: `kind` and `operation` before `object`,
+    /// so the policy may decide before it reads the object.
+    ApiServer,
+    /// `object` first: the policy reads the object before it knows what it is.
     ObjectFirst,
 }
 
 impl Order {
-    pub const BOTH: [Order; 2] = [Order::PolicyServer, Order::ObjectFirst];
+    pub const ALL: [Order; 3] = [Order::PolicyServer, Order::ApiServer, Order::ObjectFirst];
 }
 
 /// The `validate` payload `{"request": ..., "settings": ...}` with the
-/// request's members in `order` (members policy-server does not know come
+/// request's members in `order` (members the API server does not write come
 /// after the ones it does). `settings` `None` leaves the key out.
 pub fn payload(request: &Value, settings: Option<&Value>, order: Order) -> Vec<u8> {
     let mut out = br#"{"request":"#.to_vec();
-    match request.as_object() {
-        Some(members) => write_ordered(&mut out, members, order),
-        None => out.extend(to_vec(request)),
+    match (order, request.as_object()) {
+        (Order::PolicyServer, _) | (_, None) => write_sorted(&mut out, request),
+        (_, Some(members)) => write_ordered(&mut out, members, order),
     }
     if let Some(settings) = settings {
         out.extend_from_slice(br#","settings":"#);
-        out.extend(to_vec(settings));
+        write_sorted(&mut out, settings);
     }
     out.push(b'}');
     out
 }
 
+/// `value` with the members of every object in alphabetical order, as a
+/// `serde_json::Value` without `preserve_order` writes it (written by hand,
+/// so a feature some other crate turns on cannot change it).
+fn write_sorted(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Object(members) => {
+            let mut keys: Vec<&String> = members.keys().collect();
+            keys.sort();
+            out.push(b'{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend(to_vec(&Value::String(key.clone())));
+                out.push(b':');
+                write_sorted(out, &members[key.as_str()]);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_sorted(out, item);
+            }
+            out.push(b']');
+        }
+        leaf => out.extend(to_vec(leaf)),
+    }
+}
+
 fn write_ordered(out: &mut Vec<u8>, members: &Map<String, Value>, order: Order) {
     let rank = |key: &str| match (order, key) {
         (Order::ObjectFirst, "object") => 0,
-        _ => POLICY_SERVER_ORDER
+        _ => API_SERVER_ORDER
             .iter()
             .position(|k| *k == key)
-            .map_or(POLICY_SERVER_ORDER.len() + 1, |i| i + 1),
+            .map_or(API_SERVER_ORDER.len() + 1, |i| i + 1),
     };
     let mut keys: Vec<&String> = members.keys().collect();
     keys.sort_by_key(|k| rank(k));
@@ -86,7 +127,7 @@ fn write_ordered(out: &mut Vec<u8>, members: &Map<String, Value>, order: Order) 
         }
         out.extend(to_vec(&Value::String(key.clone())));
         out.push(b':');
-        out.extend(to_vec(&members[key.as_str()]));
+        write_sorted(out, &members[key.as_str()]);
     }
     out.push(b'}');
 }
@@ -222,9 +263,23 @@ mod tests {
     }
 
     #[test]
-    fn policy_server_order_puts_kind_and_operation_before_the_object() {
+    fn policy_server_order_is_alphabetical_at_every_level() {
+        let text = String::from_utf8(payload(
+            &request(),
+            Some(&json!({"z": 1, "a": 2})),
+            Order::PolicyServer,
+        ))
+        .unwrap();
+        assert_eq!(
+            text,
+            r#"{"request":{"kind":{"kind":"Job"},"object":{"a":1},"operation":"CREATE","uid":"u","userInfo":{},"x":1},"settings":{"a":2,"z":1}}"#
+        );
+    }
+
+    #[test]
+    fn api_server_order_puts_kind_and_operation_before_the_object() {
         let text =
-            String::from_utf8(payload(&request(), Some(&json!({})), Order::PolicyServer)).unwrap();
+            String::from_utf8(payload(&request(), Some(&json!({})), Order::ApiServer)).unwrap();
         assert_eq!(
             text,
             r#"{"request":{"uid":"u","kind":{"kind":"Job"},"operation":"CREATE","userInfo":{},"object":{"a":1},"x":1},"settings":{}}"#
