@@ -85,16 +85,7 @@ fn write_sorted(out: &mut Vec<u8>, value: &Value) {
         Value::Object(members) => {
             let mut keys: Vec<&String> = members.keys().collect();
             keys.sort();
-            out.push(b'{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend(to_vec(&Value::String(key.clone())));
-                out.push(b':');
-                write_sorted(out, &members[key.as_str()]);
-            }
-            out.push(b'}');
+            write_members(out, members, keys);
         }
         Value::Array(items) => {
             out.push(b'[');
@@ -120,6 +111,11 @@ fn write_ordered(out: &mut Vec<u8>, members: &Map<String, Value>, order: Order) 
     };
     let mut keys: Vec<&String> = members.keys().collect();
     keys.sort_by_key(|k| rank(k));
+    write_members(out, members, keys);
+}
+
+/// An object with its members in the order of `keys`, their values sorted.
+fn write_members(out: &mut Vec<u8>, members: &Map<String, Value>, keys: Vec<&String>) {
     out.push(b'{');
     for (i, key) in keys.into_iter().enumerate() {
         if i > 0 {
