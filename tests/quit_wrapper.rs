@@ -364,6 +364,22 @@ impl Run<'_> {
                 c
             }
         };
+        // A container's first process starts with every signal at its
+        // default. A test run from a background job of a non-interactive
+        // shell (a CI script's `cmd &`) inherits SIGINT and SIGQUIT ignored,
+        // and a shell cannot trap a signal ignored on entry (POSIX): put them
+        // back, or the INT and QUIT cases would test the CI runner.
+        // SAFETY: signal() is async-signal-safe; nothing else runs here.
+        unsafe {
+            cmd.pre_exec(|| {
+                for signal in [libc::SIGINT, libc::SIGQUIT] {
+                    if libc::signal(signal, libc::SIG_DFL) == libc::SIG_ERR {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
         let stderr_path = dir.join("stderr");
         cmd.args(&argv[1..])
             .env_clear()
@@ -393,7 +409,16 @@ impl Run<'_> {
             }
             if started.elapsed() > DEADLINE {
                 let _ = child.kill();
-                panic!("the wrapper did not end within {DEADLINE:?}");
+                let files: Vec<String> = std::fs::read_dir(&dir)
+                    .map(|d| {
+                        d.filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                panic!(
+                    "{:?} {:?}: the wrapper did not end within {DEADLINE:?}; files: {files:?}",
+                    self.shell, self.signal
+                );
             }
             if !signalled && dir.join("started").exists() {
                 let pid = child.id().to_string();
