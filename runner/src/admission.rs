@@ -235,12 +235,8 @@ mod tests {
 
     fn answer(mutated: Option<Value>) -> ValidationResponse {
         ValidationResponse {
-            accepted: true,
-            message: None,
-            code: None,
-            mutated_object: mutated,
-            audit_annotations: None,
             warnings: Some(vec!["w".into()]),
+            ..ValidationResponse::accept(mutated)
         }
     }
 

@@ -906,14 +906,7 @@ mod tests {
     }
 
     fn answer(mutated: Option<Value>) -> ValidationResponse {
-        ValidationResponse {
-            accepted: true,
-            message: None,
-            code: None,
-            mutated_object: mutated,
-            audit_annotations: None,
-            warnings: None,
-        }
+        ValidationResponse::accept(mutated)
     }
 
     #[test]

@@ -26,6 +26,20 @@ pub struct ValidationResponse {
     pub warnings: Option<Vec<String>>,
 }
 
+impl ValidationResponse {
+    /// An accept, returning `mutated_object` when given.
+    pub fn accept(mutated_object: Option<Value>) -> Self {
+        ValidationResponse {
+            accepted: true,
+            message: None,
+            code: None,
+            mutated_object,
+            audit_annotations: None,
+            warnings: None,
+        }
+    }
+}
+
 /// The SDK's `SettingsValidationResponse`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SettingsValidation {
