@@ -1555,12 +1555,7 @@ proptest! {
         let response = run(&case.request, &case.settings);
         let output = response.mutated.clone().unwrap_or_else(|| input.clone());
         let t = template_pointer(case.kind);
-        let list = |o: &Value, key: &str| -> Vec<Value> {
-            o.pointer(&format!("{t}/spec/{key}"))
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        };
+        let list = |o: &Value, key: &str| containers(o, t, key);
         let (in_c, in_i) = (list(&input, "containers"), list(&input, "initContainers"));
         let (out_c, out_i) = (list(&output, "containers"), list(&output, "initContainers"));
         let is_sidecar = |c: &Value| c["name"] == json!(settings.sidecar);
