@@ -6,6 +6,7 @@ pub mod decide;
 pub mod json;
 pub mod modes;
 pub mod policy;
+pub mod record;
 pub mod request;
 pub mod response;
 pub mod settings;

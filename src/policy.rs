@@ -3,13 +3,15 @@
 //! warning that says why: a mutating helper must never deny a pod.
 
 use crate::decide::{self, decide, Facts, Plan};
-use crate::json::Node;
-use crate::modes::{self, Target};
+use crate::json::{Node, ShapeError};
+use crate::modes::{self, RecordEdit, Target, Undone};
+use crate::record::Record;
 use crate::request::Request;
 use crate::response;
-use crate::settings::Settings;
-use crate::view::Kind;
-use crate::workload::{self, Workload};
+use crate::settings::{Mode, Settings};
+use crate::view::{Kind, ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
+use crate::warning;
+use crate::workload::{self, annotations_mut, remove_annotations, template_mut, Workload};
 
 /// The `validate` answer for a raw payload (JSON `ValidationResponse` bytes).
 pub fn evaluate(payload: &[u8]) -> Vec<u8> {
@@ -83,25 +85,122 @@ pub fn answer(payload: &[u8]) -> Answer<'_> {
         injected: workload.injection_status().is_some(),
     };
     let (plan, mut warnings) = decide(&facts, &settings);
-    let Plan::Apply(mode) = plan else {
-        return Answer::Accept(warnings);
+    let wanted = match plan {
+        Plan::Apply(mode) => Some(mode),
+        // Nothing to apply: only an earlier edit may have to be taken back.
+        Plan::Skip(_) if !workload.has_record() => return Answer::Accept(warnings),
+        Plan::Skip(_) => None,
     };
-    let mut target = Target {
-        kind,
-        workload: &workload,
-        object: &mut object,
-        settings: &settings,
-    };
-    match modes::apply(mode, &mut target) {
-        Ok(outcome) => {
-            warnings.extend(outcome.warnings);
-            if outcome.changed {
+    match undo_then_apply(kind, workload, &mut object, &settings, wanted) {
+        Ok((changed, more)) => {
+            warnings.extend(more);
+            if changed {
                 Answer::Mutate(object, warnings)
             } else {
                 Answer::Accept(warnings)
             }
         }
         Err(e) => unexpected(&e.to_string()),
+    }
+}
+
+/// The recorded mode's edit is taken back when another mode, or none, is
+/// wanted now; then the wanted mode is applied and the record brought up
+/// to date. A record that cannot be read, or whose edit is no longer on
+/// the object as it was left, is left as it is and undoes nothing.
+/// Returns whether the object changed, and the warnings.
+pub(crate) fn undo_then_apply<'a>(
+    kind: Kind,
+    mut workload: Workload<'a>,
+    object: &mut Node<'a>,
+    settings: &Settings,
+    wanted: Option<Mode>,
+) -> Result<(bool, Vec<String>), ShapeError> {
+    let mut changed = false;
+    let mut warnings = Vec::new();
+    // The record while it is trusted, and whether it is in its legacy form.
+    let (mut current, mut legacy, mut trusted) = (None, false, true);
+    match workload.record() {
+        Record::Absent => {}
+        Record::Unreadable(why) => {
+            trusted = false;
+            warnings.push(unreadable(&why));
+        }
+        Record::Read { applied, legacy: l } if Some(applied.mode()) == wanted => {
+            (current, legacy) = (Some(applied), l);
+        }
+        Record::Read { applied, .. } => {
+            let mut target = Target {
+                kind,
+                workload: &workload,
+                object,
+                settings,
+                record: None,
+            };
+            match modes::undo(&applied, &mut target)? {
+                Undone::Done { changed: edited } => {
+                    remove_annotations(template_mut(kind, object)?, &RECORD_KEYS)?;
+                    changed = true;
+                    if edited {
+                        // The modes read the view: it must show the object
+                        // as the undo left it.
+                        workload = Workload::read(kind, object)
+                            .map_err(ShapeError)?
+                            .ok_or_else(|| ShapeError("no pod template".into()))?;
+                    }
+                }
+                Undone::Refused(why) => {
+                    trusted = false;
+                    let mode = applied.mode().as_str();
+                    warnings.push(format!("{ANNOTATION_APPLIED}: {mode} edit kept: {why}"));
+                }
+            }
+        }
+    }
+    let Some(mode) = wanted else {
+        return Ok((changed, warnings));
+    };
+    let mut target = Target {
+        kind,
+        workload: &workload,
+        object,
+        settings,
+        record: current.as_ref(),
+    };
+    let outcome = modes::apply(mode, &mut target)?;
+    changed |= outcome.changed;
+    warnings.extend(outcome.warnings);
+    if !trusted {
+        return Ok((changed, warnings));
+    }
+    let write = match outcome.record {
+        RecordEdit::Set(applied) if legacy || current.as_ref() != Some(&applied) => Some(applied),
+        RecordEdit::Keep if legacy => current,
+        RecordEdit::Remove => {
+            changed |= remove_annotations(template_mut(kind, object)?, &RECORD_KEYS)?;
+            None
+        }
+        _ => None,
+    };
+    if let Some(applied) = write {
+        let template = template_mut(kind, object)?;
+        annotations_mut(template)?.set(ANNOTATION_APPLIED, Node::from_string(applied.to_text()))?;
+        remove_annotations(template, &[ANNOTATION_QUIT_WRAPPED])?;
+        changed = true;
+    }
+    Ok((changed, warnings))
+}
+
+/// The record, and its form in earlier versions.
+const RECORD_KEYS: [&str; 2] = [ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED];
+
+fn unreadable(why: &str) -> String {
+    const TAIL: &str = "nothing undone, left as it is";
+    let full = format!("{ANNOTATION_APPLIED} unreadable ({why}): {TAIL}");
+    if warning::fits(&full) {
+        full
+    } else {
+        format!("{ANNOTATION_APPLIED} unreadable: {TAIL}")
     }
 }
 
@@ -162,8 +261,14 @@ mod tests {
     /// The settings cache is keyed by the settings' text: a new text is read anew.
     #[test]
     fn settings_are_read_anew_when_they_change() {
-        let exit = json!({"proxy.istio.io/config": "exitOnJobCompletion: true"});
-        let native = json!({"sidecar.istio.io/nativeSidecar": "true"});
+        let exit = json!({
+            "proxy.istio.io/config": "exitOnJobCompletion: true",
+            "istio-job-sidecar/applied": r#"{"mode":"exitOnJobCompletion","inserted":"exitOnJobCompletion: true","created":true}"#
+        });
+        let native = json!({
+            "sidecar.istio.io/nativeSidecar": "true",
+            "istio-job-sidecar/applied": r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}"#
+        });
         for _ in 0..2 {
             assert_eq!(
                 mutated_annotations(json!({"mode": "exitOnJobCompletion"})),

@@ -7,6 +7,9 @@
 use std::borrow::Cow;
 
 pub const ANNOTATION_MODE: &str = "istio-job-sidecar/mode";
+/// The record of what the policy applied to a pod template (`record.rs`).
+pub const ANNOTATION_APPLIED: &str = "istio-job-sidecar/applied";
+/// The quitEndpoint mark of earlier versions, read as a record.
 pub const ANNOTATION_QUIT_WRAPPED: &str = "istio-job-sidecar/quit-wrapped";
 pub const ANNOTATION_STATUS: &str = "sidecar.istio.io/status";
 pub const ANNOTATION_NATIVE_SIDECAR: &str = "sidecar.istio.io/nativeSidecar";
@@ -62,6 +65,7 @@ pub struct Meta<'a> {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Annotations<'a> {
     pub mode: Option<Cow<'a, str>>,
+    pub applied: Option<Cow<'a, str>>,
     pub quit_wrapped: Option<Cow<'a, str>>,
     pub status: Option<Cow<'a, str>>,
     pub native_sidecar: Option<Cow<'a, str>>,
@@ -75,6 +79,7 @@ impl<'a> Annotations<'a> {
     pub fn field(&mut self, key: &str) -> Option<&mut Option<Cow<'a, str>>> {
         Some(match key {
             ANNOTATION_MODE => &mut self.mode,
+            ANNOTATION_APPLIED => &mut self.applied,
             ANNOTATION_QUIT_WRAPPED => &mut self.quit_wrapped,
             ANNOTATION_STATUS => &mut self.status,
             ANNOTATION_NATIVE_SIDECAR => &mut self.native_sidecar,

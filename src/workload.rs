@@ -6,6 +6,7 @@
 //! so that metadata is read too.
 
 use crate::json::{Node, Shape, ShapeError};
+use crate::record::Record;
 use crate::view::{Annotations, Container, Kind, Labels, Meta, PodSpec, INJECT};
 use std::borrow::Cow;
 
@@ -141,6 +142,21 @@ impl<'a> Workload<'a> {
         self.template_meta.annotations.as_ref()
     }
 
+    /// What the policy recorded on the template of its earlier edits.
+    pub fn record(&self) -> Record {
+        let annotations = self.template_annotations();
+        Record::read(
+            annotations.and_then(|a| a.applied.as_deref()),
+            annotations.and_then(|a| a.quit_wrapped.as_deref()),
+        )
+    }
+
+    /// Whether the template carries a record, readable or not.
+    pub fn has_record(&self) -> bool {
+        self.template_annotations()
+            .is_some_and(|a| a.applied.is_some() || a.quit_wrapped.is_some())
+    }
+
     /// The per-workload mode annotation: on the template, else on the object.
     pub fn mode_annotation(&self) -> Option<&str> {
         fn mode<'m>(m: &'m Meta) -> Option<&'m str> {
@@ -209,6 +225,32 @@ pub fn template_mut<'n, 'a>(
 /// created when absent.
 pub fn annotations_mut<'n, 'a>(owner: &'n mut Node<'a>) -> Result<&'n mut Node<'a>, ShapeError> {
     owner.object_entry("metadata")?.object_entry("annotations")
+}
+
+/// Remove the annotations `keys` of `owner` (a template or the
+/// jobTemplate); an emptied `annotations`, then an emptied `metadata`, go
+/// too, as the API server drops empty maps. True when one was removed.
+pub fn remove_annotations(owner: &mut Node, keys: &[&str]) -> Result<bool, ShapeError> {
+    let Some(metadata) = owner.get_mut("metadata")? else {
+        return Ok(false);
+    };
+    let Some(annotations) = metadata.get_mut("annotations")? else {
+        return Ok(false);
+    };
+    let members = annotations.members_mut()?;
+    let before = members.len();
+    members.retain(|(k, _)| !keys.contains(&k.as_ref()));
+    if members.len() == before {
+        return Ok(false);
+    }
+    if members.is_empty() {
+        let members = metadata.members_mut()?;
+        members.retain(|(k, _)| k != "annotations");
+        if members.is_empty() {
+            owner.members_mut()?.retain(|(k, _)| k != "metadata");
+        }
+    }
+    Ok(true)
 }
 
 /// A JSON path for messages (`spec.template.spec.containers[1]`), built

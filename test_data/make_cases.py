@@ -330,8 +330,12 @@ def main():
     pi = template(wrapped)["spec"]["containers"][0]
     pi["command"] = ["/bin/sh", "-c", QUIT_SCRIPT, "istio-job-sidecar-quit",
                      "http://127.0.0.1:15020/quitquitquit", "always"] + pi["command"]
-    annotate(wrapped, "istio-job-sidecar/quit-wrapped", "pi")
+    legacy = copy.deepcopy(wrapped)
+    annotate(wrapped, "istio-job-sidecar/applied", '{"mode":"quitEndpoint","container":"pi"}')
     write("quit-already-wrapped-unchanged", request(wrapped), QUIT)
+    # Issue 11: the mark of earlier versions is read as a record and replaced.
+    annotate(legacy, "istio-job-sidecar/quit-wrapped", "pi")
+    write("quit-legacy-mark-replaced", request(legacy), QUIT)
     write(
         "quit-workload-annotation",
         request(annotate(job(), "istio-job-sidecar/mode", "quitEndpoint")),

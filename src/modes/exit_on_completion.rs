@@ -6,10 +6,11 @@
 //! drops it (facts.md): this mode only acts on Istio builds that implement
 //! it, and breaks nothing elsewhere. The README says so.
 
-use super::{Outcome, Target};
+use super::{Outcome, Target, Undone};
 use crate::json::{Node, ShapeError};
+use crate::record::Applied;
 use crate::view::ANNOTATION_PROXY_CONFIG;
-use crate::workload::{annotations_mut, template_mut};
+use crate::workload::{annotations_mut, remove_annotations, template_mut};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_yaml::{Mapping, Value};
 use std::fmt;
@@ -33,9 +34,81 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
             }
         },
     };
+    let applied = Applied::ExitOnJobCompletion {
+        inserted: inserted(current.unwrap_or_default(), &merged).to_owned(),
+        created: current.is_none(),
+    };
     let template = template_mut(t.kind, t.object)?;
     annotations_mut(template)?.set(ANNOTATION_PROXY_CONFIG, Node::from_string(merged))?;
-    Ok(Outcome::changed())
+    Ok(Outcome::applied(applied))
+}
+
+/// The text `merged` has that `original` has not. Every merge inserts text
+/// in one place and changes nothing else, so `original` is `merged` without
+/// it (tested for each form).
+fn inserted<'m>(original: &str, merged: &'m str) -> &'m str {
+    let prefix = original
+        .bytes()
+        .zip(merged.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let suffix = original[prefix..]
+        .bytes()
+        .rev()
+        .zip(merged[prefix..].bytes().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    // Both ends are on char boundaries: the inserted text is ASCII, so the
+    // first differing byte of `merged` starts it.
+    merged.get(prefix..merged.len() - suffix).unwrap_or(merged)
+}
+
+/// Take out of `proxy.istio.io/config` the key the policy inserted, giving
+/// back the user's text byte for byte; an annotation the policy created
+/// goes whole. A key the user took out leaves nothing to do; a config
+/// edited where the key was (or no longer readable) is refused.
+pub fn undo(inserted: &str, created: bool, t: &mut Target) -> Result<Undone, ShapeError> {
+    let Some(text) = t
+        .workload
+        .template_annotations()
+        .and_then(|a| a.proxy_config.as_deref())
+    else {
+        return Ok(Undone::Done { changed: false });
+    };
+    let restored = match take_out(text, inserted) {
+        Ok(Some(restored)) => restored,
+        Ok(None) => return Ok(Undone::Done { changed: false }),
+        Err(why) => return Ok(Undone::Refused(format!("{ANNOTATION_PROXY_CONFIG} {why}"))),
+    };
+    let template = template_mut(t.kind, t.object)?;
+    if created && restored.trim().is_empty() {
+        remove_annotations(template, &[ANNOTATION_PROXY_CONFIG])?;
+    } else {
+        annotations_mut(template)?.set(ANNOTATION_PROXY_CONFIG, Node::from_string(restored))?;
+    }
+    Ok(Undone::Done { changed: true })
+}
+
+/// How many places `take_out` tries: the key is inserted once, and a
+/// hostile config repeating the inserted text must not cost a parse each.
+const MAX_TRIES: usize = 4;
+
+/// `text` without the `inserted` text, when that leaves the same mapping
+/// minus `exitOnJobCompletion: true`; `Ok(None)` when the key is gone.
+fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
+    let mut expected = read_mapping(text).map_err(|_| "no longer a mapping".to_owned())?;
+    match expected.get(KEY) {
+        None => return Ok(None),
+        Some(Value::Bool(true)) => {}
+        Some(_) => return Err(format!("has another {KEY}")),
+    }
+    expected.remove(KEY);
+    text.rmatch_indices(inserted)
+        .take(MAX_TRIES)
+        .map(|(at, _)| [&text[..at], &text[at + inserted.len()..]].concat())
+        .find(|candidate| read_mapping(candidate).is_ok_and(|m| m == expected))
+        .map(Some)
+        .ok_or_else(|| "edited where the key was added".to_owned())
 }
 
 /// The config with `exitOnJobCompletion: true` added, written in the form the

@@ -9,10 +9,11 @@
 //!   container, with `restartPolicy: Always`, and update the status as Istio
 //!   writes it for a native sidecar.
 
-use super::{Outcome, Target};
+use super::{Outcome, Target, Undone};
 use crate::json::{Node, ShapeError};
+use crate::record::{Applied, Move};
 use crate::view::{Container, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_STATUS};
-use crate::workload::{annotations_mut, template_mut, StatusAt};
+use crate::workload::{annotations_mut, remove_annotations, template_mut, StatusAt};
 use serde_json::{json, Value};
 
 /// Init containers Istio injects ahead of the proxy (`istio-validation` with
@@ -37,7 +38,107 @@ fn request_native_injection(t: &mut Target) -> Result<Outcome, ShapeError> {
     }
     let template = template_mut(t.kind, t.object)?;
     annotations_mut(template)?.set(ANNOTATION_NATIVE_SIDECAR, Node::from_string("true"))?;
-    Ok(Outcome::changed())
+    Ok(Outcome::applied(Applied::NativeAnnotation))
+}
+
+/// Take off the `sidecar.istio.io/nativeSidecar: "true"` the policy added;
+/// a value the user changed since is theirs and stays.
+pub fn undo_annotation(t: &mut Target) -> Result<Undone, ShapeError> {
+    let ours = t
+        .workload
+        .template_annotations()
+        .and_then(|a| a.native_sidecar.as_deref())
+        == Some("true");
+    let changed = ours
+        && remove_annotations(
+            template_mut(t.kind, t.object)?,
+            &[ANNOTATION_NATIVE_SIDECAR],
+        )?;
+    Ok(Undone::Done { changed })
+}
+
+/// Move the proxy back where it was in `containers`, without the members
+/// the move added, and give the status annotation back its text. Refused
+/// when the proxy or the status is not as the move left them: the proxy
+/// was then re-injected or edited, and moving it would guess.
+pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
+    let name = moved.container.as_str();
+    let refused = |why: &str| Ok(Undone::Refused(why.into()));
+    let init = t.workload.init_containers();
+    let named: Vec<usize> = (0..init.len())
+        .filter(|&i| init[i].name.as_deref() == Some(name))
+        .collect();
+    let [index] = named[..] else {
+        return refused("proxy not in initContainers once");
+    };
+    if init[index].restart_policy.as_deref() != Some("Always") {
+        return refused("proxy no longer a native sidecar");
+    }
+    if t.workload
+        .containers()
+        .iter()
+        .any(|c| c.name.as_deref() == Some(name))
+    {
+        return refused("a container has the proxy's name");
+    }
+    let status = match (&moved.status, t.workload.injection_status()) {
+        (None, _) => None,
+        (Some(before), Some((at, now))) => match native_status(before, name) {
+            Ok(Some(written)) if written == now => Some((at, before)),
+            _ => return refused("sidecar.istio.io/status changed since"),
+        },
+        (Some(_), None) => return refused("sidecar.istio.io/status gone since"),
+    };
+
+    let (spec, mut proxy) = take_item(t, "initContainers", index)?;
+    if spec.array_entry("initContainers")?.items_mut()?.is_empty() {
+        // Kubernetes drops an empty list; one the move created goes again.
+        spec.members_mut()?.retain(|(k, _)| k != "initContainers");
+    }
+    proxy
+        .members_mut()?
+        .retain(|(k, _)| !moved.added.iter().any(|added| added == k));
+    if let Some(policy) = &moved.restart_policy {
+        proxy.set("restartPolicy", Node::from_string(policy.as_str()))?;
+    }
+    let containers = spec.array_entry("containers")?.items_mut()?;
+    containers.insert(moved.from.min(containers.len()), proxy);
+    if let Some((at, before)) = status {
+        let owner = status_owner(t, at)?;
+        annotations_mut(owner)?.set(ANNOTATION_STATUS, Node::from_string(before.as_str()))?;
+    }
+    Ok(Undone::Done { changed: true })
+}
+
+/// The template's pod spec, and item `index` taken out of its `list`.
+fn take_item<'n, 'a>(
+    t: &'n mut Target<'_, 'a>,
+    list: &str,
+    index: usize,
+) -> Result<(&'n mut Node<'a>, Node<'a>), ShapeError> {
+    let spec = template_mut(t.kind, t.object)?
+        .get_mut("spec")?
+        .ok_or_else(|| ShapeError("pod template has no spec".into()))?;
+    let items = spec.array_entry(list)?.items_mut()?;
+    if index >= items.len() {
+        return Err(ShapeError(format!("{list} changed under the view")));
+    }
+    let item = items.remove(index);
+    Ok((spec, item))
+}
+
+/// The object whose metadata holds the injection status.
+fn status_owner<'n, 'a>(
+    t: &'n mut Target<'_, 'a>,
+    at: StatusAt,
+) -> Result<&'n mut Node<'a>, ShapeError> {
+    match at {
+        StatusAt::Template => template_mut(t.kind, t.object),
+        StatusAt::JobTemplate => t
+            .object
+            .path_mut(&["spec", "jobTemplate"])?
+            .ok_or_else(|| ShapeError("CronJob has no jobTemplate".into())),
+    }
 }
 
 fn move_injected_sidecar(
@@ -82,37 +183,34 @@ fn move_injected_sidecar(
     let new_status = native_status(status, name);
     let status_port = t.workload.status_port();
 
-    let template = template_mut(t.kind, t.object)?;
-    let spec = template
-        .get_mut("spec")?
-        .ok_or_else(|| ShapeError("pod template has no spec".into()))?;
-    let items = spec.array_entry("containers")?.items_mut()?;
-    if index >= items.len() {
-        return Err(ShapeError("containers changed under the view".into()));
-    }
-    let mut sidecar = items.remove(index);
-    make_native(&mut sidecar, status_port)?;
+    let (spec, mut sidecar) = take_item(t, "containers", index)?;
+    let (added, restart_policy) = make_native(&mut sidecar, status_port)?;
     let init = spec.array_entry("initContainers")?.items_mut()?;
     init.insert(insert_at.min(init.len()), sidecar);
 
-    let mut outcome = Outcome::changed();
+    let mut moved = Move {
+        container: name.to_owned(),
+        from: index,
+        added,
+        restart_policy,
+        status: None,
+    };
+    let mut warnings = Vec::new();
     match new_status {
         Ok(None) => {}
-        Ok(Some(status)) => {
-            let owner = match at {
-                StatusAt::Template => template_mut(t.kind, t.object)?,
-                StatusAt::JobTemplate => t
-                    .object
-                    .path_mut(&["spec", "jobTemplate"])?
-                    .ok_or_else(|| ShapeError("CronJob has no jobTemplate".into()))?,
-            };
-            annotations_mut(owner)?.set(ANNOTATION_STATUS, Node::from_string(status))?;
+        Ok(Some(new)) => {
+            annotations_mut(status_owner(t, at)?)?
+                .set(ANNOTATION_STATUS, Node::from_string(new))?;
+            moved.status = Some(status.to_owned());
         }
-        Err(why) => outcome.warnings.push(format!(
+        Err(why) => warnings.push(format!(
             "moved {name}, but {ANNOTATION_STATUS} was not updated: {why}"
         )),
     }
-    Ok(outcome)
+    Ok(Outcome {
+        warnings,
+        ..Outcome::applied(Applied::NativeMove(moved))
+    })
 }
 
 /// Index right after the last of Istio's init containers, else 0, so every
@@ -130,18 +228,32 @@ pub fn position_after_istio_init<'n>(names: impl Iterator<Item = Option<&'n str>
 /// a proxy moved there: `restartPolicy: Always`; unless the proxy has them,
 /// the `startupProbe` that holds the app containers back until the proxy is
 /// ready, and the `preStop` hook that starts draining when the pod stops.
-fn make_native(sidecar: &mut Node, status_port: Option<u16>) -> Result<(), ShapeError> {
+/// Returns the members it created and the `restartPolicy` it replaced.
+fn make_native(
+    sidecar: &mut Node,
+    status_port: Option<u16>,
+) -> Result<(Vec<String>, Option<String>), ShapeError> {
+    let mut added = Vec::new();
+    let replaced = match sidecar.get_mut("restartPolicy")? {
+        Some(policy) => policy.read_string()?.map(|p| p.into_owned()),
+        None => {
+            added.push("restartPolicy".to_owned());
+            None
+        }
+    };
     sidecar.set("restartPolicy", Node::from_string("Always"))?;
     if sidecar.get_mut("startupProbe")?.is_none() {
         if let Some(probe) = startup_probe(sidecar)? {
             sidecar.set("startupProbe", probe)?;
+            added.push("startupProbe".to_owned());
         }
     }
     let port = status_port.unwrap_or(DEFAULT_STATUS_PORT);
     if sidecar.get_mut("lifecycle")?.is_none() && port != 0 {
         sidecar.set("lifecycle", Node::Value(drain_hook(port)))?;
+        added.push("lifecycle".to_owned());
     }
-    Ok(())
+    Ok((added, replaced))
 }
 
 /// pilot-agent's status port when the pod does not set one (Istio's
@@ -273,7 +385,11 @@ mod tests {
         let text = sidecar.to_string();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
         let mut node = Node::raw(raw);
-        make_native(&mut node, status_port).unwrap();
+        let (added, replaced) = make_native(&mut node, status_port).unwrap();
+        assert_eq!(replaced, None);
+        for key in &added {
+            assert!(sidecar.get(key).is_none(), "{key} was there");
+        }
         node.to_value().unwrap()
     }
 

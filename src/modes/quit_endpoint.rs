@@ -16,11 +16,11 @@
 //! the kubelet restarts the program in the same pod, which still needs its
 //! proxy; `always` otherwise.
 
-use super::{Outcome, Target};
+use super::{Outcome, RecordEdit, Target, Undone};
 use crate::json::{Node, ShapeError};
-use crate::view::ANNOTATION_QUIT_WRAPPED;
+use crate::record::Applied;
 use crate::warning;
-use crate::workload::{annotations_mut, template_mut};
+use crate::workload::template_mut;
 
 /// The wrapper script (`sh -c` text). No `$(` and no `$$` in it, as
 /// Kubernetes would expand those.
@@ -74,11 +74,9 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         t.settings.quit_url.as_str(),
         when,
     ];
-    let recorded = t
-        .workload
-        .template_annotations()
-        .and_then(|a| a.quit_wrapped.as_deref())
-        == Some(name);
+    let applied = Applied::QuitEndpoint {
+        container: name.to_owned(),
+    };
 
     let template = template_mut(t.kind, t.object)?;
     let container = container_mut(template, index)?;
@@ -86,30 +84,68 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         return Ok(Outcome::unchanged_because(no_command(name)));
     };
     let original = match original_command(&command) {
-        // Wrapped before: only the wrapper part is brought up to date (new
-        // settings, or a newer policy), the original argv is kept as it is.
+        // Wrapped before, and up to date: only the record may be missing
+        // (a wrapper from an earlier version, or a record taken off by hand).
         Some(_) if command[..PREFIX_LEN] == prefix => {
-            if recorded {
-                return Ok(Outcome::unchanged());
-            }
-            None
+            return Ok(Outcome {
+                record: match t.record {
+                    Some(recorded) if *recorded == applied => RecordEdit::Keep,
+                    _ => RecordEdit::Set(applied),
+                },
+                ..Outcome::unchanged()
+            });
         }
-        Some(original) => Some(original),
-        None => Some(&command[..]),
+        // Wrapped before, by other settings or an older script: only the
+        // wrapper part is brought up to date, the original argv is kept.
+        Some(original) => original,
+        None => &command[..],
     };
-    if let Some(original) = original {
-        let new: Vec<serde_json::Value> = prefix
+    let wrapped: Vec<String> = prefix
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain(original.iter().cloned())
+        .collect();
+    container.set("command", Node::Value(string_array(&wrapped)))?;
+    Ok(Outcome::applied(applied))
+}
+
+/// Take the wrapper off `container`'s command, back to the original argv
+/// element for element. Refused when the command is not a wrapper of this
+/// policy any more (the user replaced it): that command is theirs.
+pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
+    let named: Vec<usize> = t
+        .workload
+        .containers()
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.name.as_deref() == Some(container))
+        .map(|(i, _)| i)
+        .collect();
+    let [index] = named[..] else {
+        return Ok(Undone::Refused("container not in the pod once".into()));
+    };
+    let template = template_mut(t.kind, t.object)?;
+    let node = container_mut(template, index)?;
+    let command = read_command(node)?;
+    match command.as_deref().and_then(original_command) {
+        Some(original) if !original.is_empty() => {
+            node.set("command", Node::Value(string_array(original)))?;
+            Ok(Undone::Done { changed: true })
+        }
+        _ => Ok(Undone::Refused(
+            "command is not the policy's wrapper".into(),
+        )),
+    }
+}
+
+fn string_array(strings: &[String]) -> serde_json::Value {
+    serde_json::Value::Array(
+        strings
             .iter()
-            .map(|s| (*s).to_owned())
-            .chain(original.iter().cloned())
+            .cloned()
             .map(serde_json::Value::String)
-            .collect();
-        container.set("command", Node::Value(serde_json::Value::Array(new)))?;
-    }
-    if !recorded {
-        annotations_mut(template)?.set(ANNOTATION_QUIT_WRAPPED, Node::from_string(name))?;
-    }
-    Ok(Outcome::changed())
+            .collect(),
+    )
 }
 
 /// Several application containers: the first to end would stop the proxy
@@ -128,21 +164,12 @@ fn several_apps(t: &mut Target, apps: &[(usize, &str)]) -> Result<Outcome, Shape
             continue;
         };
         if let Some(original) = original_command(&command) {
-            let original = original.iter().cloned().map(serde_json::Value::String);
-            let original = serde_json::Value::Array(original.collect());
-            container.set("command", Node::Value(original))?;
+            container.set("command", Node::Value(string_array(original)))?;
             outcome.changed = true;
         }
     }
-    let recorded = t
-        .workload
-        .template_annotations()
-        .is_some_and(|a| a.quit_wrapped.is_some());
-    if recorded {
-        annotations_mut(template)?
-            .members_mut()?
-            .retain(|(k, _)| k != ANNOTATION_QUIT_WRAPPED);
-        outcome.changed = true;
+    if t.record.is_some() {
+        outcome.record = RecordEdit::Remove;
     }
     Ok(outcome)
 }
@@ -194,13 +221,22 @@ fn no_command(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::Settings;
-    use crate::view::Kind;
+    use crate::settings::{Mode, Settings};
+    use crate::view::{Kind, ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
     use crate::workload::Workload;
     use rstest::rstest;
     use serde_json::{json, Value};
 
     const URL: &str = crate::settings::DEFAULT_QUIT_URL;
+    /// The record of a wrapped container named `app`.
+    const RECORD_APP: &str = r#"{"mode":"quitEndpoint","container":"app"}"#;
+
+    fn changed() -> Outcome {
+        Outcome {
+            changed: true,
+            ..Outcome::default()
+        }
+    }
 
     fn job(containers: Value) -> Value {
         json!({
@@ -214,18 +250,25 @@ mod tests {
         json!({"name": "app", "image": "registry.example/app:1", "command": command})
     }
 
+    /// The mode as the policy applies it, record included.
     fn run_with(kind: Kind, object: &Value, settings: &Settings) -> (Outcome, Value) {
         let text = object.to_string();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
         let mut node = Node::raw(raw);
         let workload = Workload::read(kind, &mut node).unwrap().unwrap();
-        let mut target = Target {
+        let (changed, warnings) = crate::policy::undo_then_apply(
             kind,
-            workload: &workload,
-            object: &mut node,
+            workload,
+            &mut node,
             settings,
+            Some(Mode::QuitEndpoint),
+        )
+        .unwrap();
+        let outcome = Outcome {
+            changed,
+            warnings,
+            ..Outcome::default()
         };
-        let outcome = apply(&mut target).unwrap();
         (outcome, node.to_value().unwrap())
     }
 
@@ -263,12 +306,12 @@ mod tests {
         #[case] args: Option<Value>,
     ) {
         let (outcome, out) = run(Kind::Job, &object);
-        assert_eq!(outcome, Outcome::changed());
+        assert_eq!(outcome, changed());
         let t = template(Kind::Job, &out);
         let c = &t["spec"]["containers"][0];
         assert_eq!(c["command"], wrapped_command(ALWAYS, original));
         assert_eq!(c["args"], args.unwrap_or(Value::Null));
-        assert_eq!(t["metadata"]["annotations"][ANNOTATION_QUIT_WRAPPED], "app");
+        assert_eq!(t["metadata"]["annotations"][ANNOTATION_APPLIED], RECORD_APP);
         // Everything else as it was; a sidecar is never wrapped.
         let mut back = out.clone();
         back["spec"]["template"]["spec"]["containers"][0]["command"] = json!(original);
@@ -332,14 +375,14 @@ mod tests {
             "spec": {"restartPolicy": "OnFailure", "containers": [app(json!(["run", "--once"]))]}
         });
         let (outcome, out) = run(Kind::Pod, &object);
-        assert_eq!(outcome, Outcome::changed());
+        assert_eq!(outcome, changed());
         assert_eq!(
             out["spec"]["containers"][0]["command"],
             wrapped_command(ON_SUCCESS, &["run", "--once"])
         );
         assert_eq!(
             out["metadata"]["annotations"],
-            json!({"team": "a", ANNOTATION_QUIT_WRAPPED: "app"})
+            json!({"team": "a", ANNOTATION_APPLIED: RECORD_APP})
         );
         assert_eq!(run(Kind::Pod, &out), (Outcome::unchanged(), out));
     }
@@ -359,7 +402,7 @@ mod tests {
             t["spec"]["containers"][0]["command"],
             wrapped_command(ON_SUCCESS, &["run"])
         );
-        assert_eq!(t["metadata"]["annotations"][ANNOTATION_QUIT_WRAPPED], "app");
+        assert_eq!(t["metadata"]["annotations"][ANNOTATION_APPLIED], RECORD_APP);
     }
 
     #[test]
@@ -382,8 +425,8 @@ mod tests {
         let (outcome, out) = run(Kind::Job, &object);
         assert!(outcome.changed);
         assert_eq!(
-            out["spec"]["template"]["metadata"]["annotations"][ANNOTATION_QUIT_WRAPPED],
-            "app"
+            out["spec"]["template"]["metadata"]["annotations"],
+            json!({ANNOTATION_APPLIED: RECORD_APP})
         );
         assert_eq!(
             out["spec"]["template"]["spec"],
@@ -436,6 +479,7 @@ mod tests {
             workload: &workload,
             object: &mut node,
             settings: &settings,
+            record: None,
         };
         assert!(apply(&mut target).is_err());
     }

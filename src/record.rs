@@ -1,0 +1,331 @@
+//! The record of what the policy applied to a pod template (issue 11): one
+//! annotation, `istio-job-sidecar/applied`, whose value is a compact JSON
+//! object naming the mode and what is needed to take its edit back exactly.
+//! A CronJob outlives the mode it was first admitted under; with the record,
+//! a later pass under another mode undoes the earlier edit before applying
+//! its own, and only ever removes what the policy itself added.
+//!
+//! The four forms (README, "Changing modes"):
+//!
+//! ```text
+//! {"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}
+//! {"mode":"nativeSidecar","moved":"istio-proxy","from":1,"added":["restartPolicy","startupProbe","lifecycle"],"status":"<sidecar.istio.io/status before>"}
+//! {"mode":"exitOnJobCompletion","inserted":"\nexitOnJobCompletion: true"}
+//! {"mode":"quitEndpoint","container":"pi"}
+//! ```
+//!
+//! A move that replaced a `restartPolicy` the proxy already had records it
+//! as `"restartPolicy"`; a move that did not rewrite the status has no
+//! `"status"`; an exitOnJobCompletion that created the whole annotation
+//! adds `"created":true`. The quitEndpoint record needs no copy of the
+//! command: the wrapper carries the original argv after its fixed prefix.
+//!
+//! The annotation `istio-job-sidecar/quit-wrapped: <container>` of earlier
+//! versions is read as a quitEndpoint record and replaced on the next pass.
+
+use crate::settings::Mode;
+use crate::view::ANNOTATION_NATIVE_SIDECAR;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value};
+
+/// What one mode changed, and what undoing it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applied {
+    /// nativeSidecar added `sidecar.istio.io/nativeSidecar: "true"`.
+    NativeAnnotation,
+    /// nativeSidecar moved an injected proxy into `initContainers`.
+    NativeMove(Move),
+    /// exitOnJobCompletion inserted `inserted` into `proxy.istio.io/config`
+    /// (and created the annotation when `created`).
+    ExitOnJobCompletion { inserted: String, created: bool },
+    /// quitEndpoint wrapped the command of `container`.
+    QuitEndpoint { container: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Move {
+    /// The proxy's name.
+    pub container: String,
+    /// Its index in `containers` before the move.
+    pub from: usize,
+    /// Its members the move created.
+    pub added: Vec<String>,
+    /// Its own `restartPolicy` before the move, when it had one.
+    pub restart_policy: Option<String>,
+    /// `sidecar.istio.io/status` before the move, when the move rewrote it.
+    pub status: Option<String>,
+}
+
+/// The record as found on a template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Absent,
+    /// A record this policy wrote; `legacy` when it is the
+    /// `istio-job-sidecar/quit-wrapped` annotation of earlier versions.
+    Read {
+        applied: Applied,
+        legacy: bool,
+    },
+    /// Not a record this policy writes (edited by hand, or written by a
+    /// newer version): nothing is undone by it, and it is left as it is.
+    Unreadable(String),
+}
+
+impl Applied {
+    pub fn mode(&self) -> Mode {
+        match self {
+            Applied::NativeAnnotation | Applied::NativeMove(_) => Mode::NativeSidecar,
+            Applied::ExitOnJobCompletion { .. } => Mode::ExitOnJobCompletion,
+            Applied::QuitEndpoint { .. } => Mode::QuitEndpoint,
+        }
+    }
+
+    /// The annotation value.
+    pub fn to_text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Read an annotation value; the error says what is wrong with it.
+    pub fn parse(text: &str) -> Result<Applied, String> {
+        let value: Value = serde_json::from_str(text).map_err(|_| "it is not JSON".to_owned())?;
+        let Value::Object(mut fields) = value else {
+            return Err("it is not a JSON object".into());
+        };
+        let mode = take_string(&mut fields, "mode")?.ok_or("it names no mode")?;
+        let applied = match Mode::parse(&mode) {
+            Some(Mode::NativeSidecar) => match take_string(&mut fields, "annotation")? {
+                Some(name) if name == ANNOTATION_NATIVE_SIDECAR => Applied::NativeAnnotation,
+                Some(_) => return Err("it names another annotation".into()),
+                None => Applied::NativeMove(Move {
+                    container: take_string(&mut fields, "moved")?.ok_or("it names no proxy")?,
+                    from: take_index(&mut fields, "from")?,
+                    added: take_added(&mut fields)?,
+                    restart_policy: take_string(&mut fields, "restartPolicy")?,
+                    status: take_string(&mut fields, "status")?,
+                }),
+            },
+            Some(Mode::ExitOnJobCompletion) => Applied::ExitOnJobCompletion {
+                inserted: take_string(&mut fields, "inserted")?
+                    .filter(|s| s.contains(crate::modes::exit_on_completion::KEY))
+                    .ok_or("it has no inserted key")?,
+                created: match fields.remove("created") {
+                    None => false,
+                    Some(Value::Bool(b)) => b,
+                    Some(_) => return Err("created is not a boolean".into()),
+                },
+            },
+            Some(Mode::QuitEndpoint) => Applied::QuitEndpoint {
+                container: take_string(&mut fields, "container")?.ok_or("it names no container")?,
+            },
+            None => return Err("it names an unknown mode".into()),
+        };
+        match fields.keys().next() {
+            None => Ok(applied),
+            Some(key) => Err(format!("it has an unknown member {key:?}")),
+        }
+    }
+}
+
+fn take_string(fields: &mut Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match fields.remove(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(format!("{key} is not a string")),
+    }
+}
+
+fn take_index(fields: &mut Map<String, Value>, key: &str) -> Result<usize, String> {
+    fields
+        .remove(key)
+        .and_then(|v| v.as_u64())
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| format!("{key} is not an index"))
+}
+
+/// The members a move may add; any other name is not the policy's.
+const MOVE_ADDS: [&str; 3] = ["restartPolicy", "startupProbe", "lifecycle"];
+
+fn take_added(fields: &mut Map<String, Value>) -> Result<Vec<String>, String> {
+    let not_ours = || "added names a member the move never adds".to_owned();
+    match fields.remove("added") {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .map(|item| match item {
+                Value::String(s) if MOVE_ADDS.contains(&s.as_str()) => Ok(s),
+                _ => Err(not_ours()),
+            })
+            .collect(),
+        Some(_) => Err(not_ours()),
+    }
+}
+
+/// Written by hand so that `mode` comes first, as a reader expects.
+impl Serialize for Applied {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("mode", self.mode().as_str())?;
+        match self {
+            Applied::NativeAnnotation => {
+                map.serialize_entry("annotation", ANNOTATION_NATIVE_SIDECAR)?;
+            }
+            Applied::NativeMove(m) => {
+                map.serialize_entry("moved", &m.container)?;
+                map.serialize_entry("from", &m.from)?;
+                map.serialize_entry("added", &m.added)?;
+                if let Some(policy) = &m.restart_policy {
+                    map.serialize_entry("restartPolicy", policy)?;
+                }
+                if let Some(status) = &m.status {
+                    map.serialize_entry("status", status)?;
+                }
+            }
+            Applied::ExitOnJobCompletion { inserted, created } => {
+                map.serialize_entry("inserted", inserted)?;
+                if *created {
+                    map.serialize_entry("created", &true)?;
+                }
+            }
+            Applied::QuitEndpoint { container } => {
+                map.serialize_entry("container", container)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl Record {
+    /// The record of a template, from its `istio-job-sidecar/applied` and
+    /// legacy `istio-job-sidecar/quit-wrapped` annotations.
+    pub fn read(applied: Option<&str>, quit_wrapped: Option<&str>) -> Record {
+        match (applied, quit_wrapped) {
+            (Some(text), _) => match Applied::parse(text) {
+                Ok(applied) => Record::Read {
+                    applied,
+                    legacy: false,
+                },
+                Err(why) => Record::Unreadable(why),
+            },
+            (None, Some(container)) => Record::Read {
+                applied: Applied::QuitEndpoint {
+                    container: container.to_owned(),
+                },
+                legacy: true,
+            },
+            (None, None) => Record::Absent,
+        }
+    }
+
+    /// What was applied, when the record can be trusted.
+    pub fn applied(&self) -> Option<&Applied> {
+        match self {
+            Record::Read { applied, .. } => Some(applied),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn moved(restart_policy: Option<&str>, status: Option<&str>) -> Applied {
+        Applied::NativeMove(Move {
+            container: "istio-proxy".into(),
+            from: 1,
+            added: vec!["restartPolicy".into(), "startupProbe".into()],
+            restart_policy: restart_policy.map(str::to_owned),
+            status: status.map(str::to_owned),
+        })
+    }
+
+    #[rstest]
+    #[case::annotation(
+        Applied::NativeAnnotation,
+        r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}"#
+    )]
+    #[case::moved(
+        moved(None, Some(r#"{"containers":["istio-proxy"]}"#)),
+        r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1,"added":["restartPolicy","startupProbe"],"status":"{\"containers\":[\"istio-proxy\"]}"}"#
+    )]
+    #[case::moved_replacing(
+        moved(Some("Never"), None),
+        r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1,"added":["restartPolicy","startupProbe"],"restartPolicy":"Never"}"#
+    )]
+    #[case::exit(
+        Applied::ExitOnJobCompletion { inserted: "\nexitOnJobCompletion: true".into(), created: false },
+        r#"{"mode":"exitOnJobCompletion","inserted":"\nexitOnJobCompletion: true"}"#
+    )]
+    #[case::exit_created(
+        Applied::ExitOnJobCompletion { inserted: "exitOnJobCompletion: true".into(), created: true },
+        r#"{"mode":"exitOnJobCompletion","inserted":"exitOnJobCompletion: true","created":true}"#
+    )]
+    #[case::quit(
+        Applied::QuitEndpoint { container: "pi".into() },
+        r#"{"mode":"quitEndpoint","container":"pi"}"#
+    )]
+    fn written_as_the_readme_says_and_read_back(#[case] applied: Applied, #[case] text: &str) {
+        assert_eq!(applied.to_text(), text);
+        assert_eq!(Applied::parse(text), Ok(applied));
+    }
+
+    #[rstest]
+    #[case::not_json("quitEndpoint", "it is not JSON")]
+    #[case::not_object(r#"["quitEndpoint"]"#, "it is not a JSON object")]
+    #[case::no_mode(r#"{"container":"pi"}"#, "it names no mode")]
+    #[case::unknown_mode(r#"{"mode":"sidecarOff"}"#, "it names an unknown mode")]
+    #[case::no_container(r#"{"mode":"quitEndpoint"}"#, "it names no container")]
+    #[case::container_not_string(
+        r#"{"mode":"quitEndpoint","container":1}"#,
+        "container is not a string"
+    )]
+    #[case::extra(
+        r#"{"mode":"quitEndpoint","container":"pi","command":["x"]}"#,
+        "unknown member \"command\""
+    )]
+    #[case::other_annotation(r#"{"mode":"nativeSidecar","annotation":"x"}"#, "another annotation")]
+    #[case::negative_index(
+        r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":-1}"#,
+        "from is not an index"
+    )]
+    #[case::foreign_member(
+        r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1,"added":["image"]}"#,
+        "never adds"
+    )]
+    #[case::no_key(
+        r#"{"mode":"exitOnJobCompletion","inserted":"a: 1"}"#,
+        "no inserted key"
+    )]
+    #[case::created_not_bool(
+        r#"{"mode":"exitOnJobCompletion","inserted":"exitOnJobCompletion: true","created":"yes"}"#,
+        "created is not a boolean"
+    )]
+    fn hand_edits_are_refused(#[case] text: &str, #[case] why: &str) {
+        let err = Applied::parse(text).unwrap_err();
+        assert!(err.contains(why), "{err:?}");
+    }
+
+    #[test]
+    fn legacy_annotation_is_a_quit_record() {
+        assert_eq!(
+            Record::read(None, Some("pi")),
+            Record::Read {
+                applied: Applied::QuitEndpoint {
+                    container: "pi".into()
+                },
+                legacy: true
+            }
+        );
+        let new = r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}"#;
+        assert_eq!(
+            Record::read(Some(new), Some("pi")).applied(),
+            Some(&Applied::NativeAnnotation)
+        );
+        assert!(matches!(
+            Record::read(Some("{"), None),
+            Record::Unreadable(_)
+        ));
+        assert_eq!(Record::read(None, None), Record::Absent);
+    }
+}
