@@ -291,4 +291,230 @@ mod tests {
             .unwrap()
             .contains("invalid settings"));
     }
+
+    // ------------------------------------------------------------ issue 11
+
+    const QUIT_RECORD: &str = r#"{"mode":"quitEndpoint","container":"app"}"#;
+
+    fn cronjob(annotations: serde_json::Value, command: serde_json::Value) -> serde_json::Value {
+        json!({
+            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+            "spec": {"schedule": "@hourly", "jobTemplate": {"spec": {"template": {
+                "metadata": {"annotations": annotations},
+                "spec": {"restartPolicy": "Never", "containers": [
+                    {"name": "app", "image": "app:1", "command": command}
+                ]}
+            }}}}
+        })
+    }
+
+    /// One CronJob UPDATE under `mode`: the object afterwards, and the warnings.
+    fn update(object: &serde_json::Value, mode: &str) -> (serde_json::Value, Vec<String>) {
+        let payload = json!({
+            "request": {
+                "kind": {"group": "batch", "version": "v1", "kind": "CronJob"},
+                "operation": "UPDATE",
+                "object": object
+            },
+            "settings": {"mode": mode}
+        });
+        let out: serde_json::Value =
+            serde_json::from_slice(&evaluate(&serde_json::to_vec(&payload).unwrap())).unwrap();
+        let warnings = serde_json::from_value(out["warnings"].clone()).unwrap_or_default();
+        match &out["mutated_object"] {
+            serde_json::Value::Null => (object.clone(), warnings),
+            mutated => (mutated.clone(), warnings),
+        }
+    }
+
+    fn template(object: &serde_json::Value) -> &serde_json::Value {
+        &object["spec"]["jobTemplate"]["spec"]["template"]
+    }
+
+    fn wrapped(original: &[&str]) -> serde_json::Value {
+        let url = crate::settings::DEFAULT_QUIT_URL;
+        let mut command = vec!["/bin/sh", "-c", modes::quit_endpoint::SCRIPT];
+        command.extend(["istio-job-sidecar-quit", url, "always"]);
+        command.extend(original);
+        json!(command)
+    }
+
+    #[test]
+    fn disabled_takes_the_earlier_edit_back() {
+        let original = cronjob(json!({"team": "a"}), json!(["run", "it's \"quoted\""]));
+        let (quit, _) = update(&original, "quitEndpoint");
+        assert_ne!(quit, original);
+        let mut disabled = quit.clone();
+        disabled["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["annotations"]
+            ["istio-job-sidecar/mode"] = json!("disabled");
+        let (out, warnings) = update(&disabled, "quitEndpoint");
+        let mut expected = original.clone();
+        expected["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["annotations"]
+            ["istio-job-sidecar/mode"] = json!("disabled");
+        assert_eq!((out, warnings), (expected, vec![]));
+    }
+
+    #[test]
+    fn the_legacy_mark_is_undone_and_replaced() {
+        let legacy = cronjob(
+            json!({"istio-job-sidecar/quit-wrapped": "app"}),
+            wrapped(&["run", "$(X)"]),
+        );
+        let (native, warnings) = update(&legacy, "nativeSidecar");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            template(&native)["spec"]["containers"][0]["command"],
+            json!(["run", "$(X)"])
+        );
+        assert_eq!(
+            template(&native)["metadata"]["annotations"],
+            json!({
+                "sidecar.istio.io/nativeSidecar": "true",
+                "istio-job-sidecar/applied": r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}"#
+            })
+        );
+        let (quit, _) = update(&legacy, "quitEndpoint");
+        assert_eq!(
+            template(&quit)["metadata"]["annotations"],
+            json!({"istio-job-sidecar/applied": QUIT_RECORD})
+        );
+        assert_eq!(template(&quit)["spec"], template(&legacy)["spec"]);
+    }
+
+    /// A record that cannot be trusted undoes nothing and stays as it is;
+    /// the mode wanted now is still applied, without a record of its own.
+    #[rstest::rstest]
+    #[case::garbage(
+        "garbage",
+        "istio-job-sidecar/applied unreadable (it is not JSON): nothing undone, left as it is"
+    )]
+    #[case::unknown_member(
+        r#"{"mode":"quitEndpoint","container":"app","argv":["rm"]}"#,
+        "istio-job-sidecar/applied unreadable (it has an unknown member \"argv\"): nothing undone, left as it is"
+    )]
+    #[case::other_container(
+        r#"{"mode":"quitEndpoint","container":"db"}"#,
+        "istio-job-sidecar/applied: quitEndpoint edit kept: container not in the pod once"
+    )]
+    #[case::command_replaced_by_hand(
+        QUIT_RECORD,
+        "istio-job-sidecar/applied: quitEndpoint edit kept: command is not the policy's wrapper"
+    )]
+    fn an_untrusted_record_is_left_alone(#[case] record: &str, #[case] warning: &str) {
+        let command = if record.starts_with('{') && record != QUIT_RECORD {
+            wrapped(&["run"])
+        } else {
+            json!(["/bin/sh", "-c", "run"])
+        };
+        let object = cronjob(
+            json!({"istio-job-sidecar/applied": record}),
+            command.clone(),
+        );
+        let (out, warnings) = update(&object, "nativeSidecar");
+        assert_eq!(warnings, vec![warning.to_owned()]);
+        assert!(crate::warning::fits(warning));
+        assert_eq!(template(&out)["spec"]["containers"][0]["command"], command);
+        assert_eq!(
+            template(&out)["metadata"]["annotations"],
+            json!({"istio-job-sidecar/applied": record, "sidecar.istio.io/nativeSidecar": "true"})
+        );
+        // The next pass changes nothing more, and says so again.
+        assert_eq!(
+            update(&out, "nativeSidecar"),
+            (out, vec![warning.to_owned()])
+        );
+    }
+
+    #[test]
+    fn a_users_own_keys_are_never_recorded_nor_removed() {
+        let own = json!({
+            "sidecar.istio.io/nativeSidecar": "true",
+            "proxy.istio.io/config": "exitOnJobCompletion: true\n"
+        });
+        let object = cronjob(own.clone(), json!(["run"]));
+        for (first, then) in [
+            ("nativeSidecar", "quitEndpoint"),
+            ("exitOnJobCompletion", "quitEndpoint"),
+        ] {
+            let (a, _) = update(&object, first);
+            assert_eq!(a, object, "{first} recorded a user's key");
+            let (b, _) = update(&a, then);
+            let annotations = &template(&b)["metadata"]["annotations"];
+            for (key, value) in own.as_object().unwrap() {
+                assert_eq!(&annotations[key], value);
+            }
+        }
+    }
+
+    /// Every refusal and unreadable warning fits the 120 characters.
+    #[test]
+    fn record_warnings_fit() {
+        let whys = [
+            "container not in the pod once",
+            "command is not the policy's wrapper",
+            "proxy not in initContainers once",
+            "proxy no longer a native sidecar",
+            "a container has the proxy's name",
+            "sidecar.istio.io/status changed since",
+            "sidecar.istio.io/status gone since",
+            "proxy.istio.io/config no longer a mapping",
+            "proxy.istio.io/config has another exitOnJobCompletion",
+            "proxy.istio.io/config edited where the key was added",
+        ];
+        for why in whys {
+            let text = format!("{ANNOTATION_APPLIED}: exitOnJobCompletion edit kept: {why}");
+            assert!(warning::fits(&text), "{text}");
+        }
+        assert!(warning::fits(&unreadable(&"x".repeat(200))));
+    }
+
+    fn kube_injected_cronjob() -> serde_json::Value {
+        let text = include_str!("../test_data/fixtures/istio-cronjob-old-version.yaml.injected");
+        let mut cronjob: serde_json::Value = serde_yaml::from_str(text).unwrap();
+        // The app's argv as its command, so that quitEndpoint wraps it.
+        let app = &mut cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
+        app["command"] = app["args"].take();
+        cronjob
+    }
+
+    /// The proxy the policy moved goes back exactly where it was, without
+    /// what the move added, and the status reads as Istio wrote it; then
+    /// the new mode is applied as to the original.
+    #[test]
+    fn a_moved_proxy_goes_back() {
+        let original = kube_injected_cronjob();
+        let (moved, _) = update(&original, "nativeSidecar");
+        assert_ne!(moved, original);
+        for mode in ["exitOnJobCompletion", "quitEndpoint"] {
+            let (direct, _) = update(&original, mode);
+            let (after_move, warnings) = update(&moved, mode);
+            assert!(warnings.is_empty(), "{warnings:?}");
+            assert_eq!(after_move, direct, "{mode}");
+            let (back, _) = update(&after_move, "nativeSidecar");
+            assert_eq!(back, moved, "{mode} then nativeSidecar");
+        }
+    }
+
+    #[test]
+    fn a_moved_proxy_edited_since_is_left_where_it_is() {
+        let (moved, _) = update(&kube_injected_cronjob(), "nativeSidecar");
+        let mut restatused = moved.clone();
+        restatused["spec"]["jobTemplate"]["metadata"]["annotations"]["sidecar.istio.io/status"] =
+            json!(r#"{"initContainers":["istio-init","istio-proxy"],"containers":null}"#);
+        let mut renamed = moved.clone();
+        renamed["spec"]["jobTemplate"]["spec"]["template"]["spec"]["initContainers"][1]["name"] =
+            json!("envoy");
+        for (edited, why) in [
+            (restatused, "sidecar.istio.io/status changed since"),
+            (renamed, "proxy not in initContainers once"),
+        ] {
+            let (out, warnings) = update(&edited, "exitOnJobCompletion");
+            let warning = format!("istio-job-sidecar/applied: nativeSidecar edit kept: {why}");
+            assert_eq!(warnings, vec![warning]);
+            assert_eq!(
+                template(&out)["spec"]["initContainers"],
+                template(&edited)["spec"]["initContainers"]
+            );
+        }
+    }
 }

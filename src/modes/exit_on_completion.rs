@@ -488,8 +488,15 @@ fn block_indent(text: &str) -> &str {
 /// `text` with `line` appended as a line of its own, keeping whether the
 /// text ended with a newline.
 fn join_line(text: &str, line: &str) -> String {
+    // Blank text is kept too, so that the merge only ever inserts (undo
+    // takes the inserted text out and must find the user's bytes).
     if text.trim().is_empty() {
-        return line.to_owned();
+        let sep = if text.is_empty() || text.ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        };
+        return [text, sep, line].concat();
     }
     match text.strip_suffix('\n') {
         Some(body) => [body, "\n", line, "\n"].concat(),
@@ -605,6 +612,73 @@ mod tests {
         let text =
             format!("holdApplicationUntilProxyStarts: true # x{newline}exitOnJobCompletion: false");
         assert_eq!(merge(&text), Ok(None), "{text:?}");
+    }
+
+    /// Every merge only inserts: the user's text is the merged text without
+    /// the inserted part, which undo takes out again (issue 11).
+    #[rstest]
+    #[case::yaml_block("holdApplicationUntilProxyStarts: true")]
+    #[case::yaml_block_newline("concurrency: 2\ntracing:\n  sampling: 10\n")]
+    #[case::yaml_indented("  concurrency: 2\n  drainDuration: 5s\n")]
+    #[case::json("{\"holdApplicationUntilProxyStarts\": true}")]
+    #[case::json_pretty("{\n  \"concurrency\": 2,\n  \"proxyMetadata\": {\"A\": \"}\"}\n}\n")]
+    #[case::json_empty("{}")]
+    #[case::yaml_flow("{ holdApplicationUntilProxyStarts: true }")]
+    #[case::yaml_flow_trailing_comma("{a: 1,}")]
+    #[case::empty("")]
+    #[case::spaces("  ")]
+    #[case::newlines("\n\n")]
+    #[case::comment_only("# set by team-a\n")]
+    #[case::comment_no_newline("# set by team-a")]
+    #[case::non_ascii("note: café\n")]
+    #[case::document_marker("---\na: 1\n")]
+    #[case::key_text_in_a_value("a: \"exitOnJobCompletion: true\"\n")]
+    fn a_merge_only_inserts_and_undo_takes_it_out(#[case] text: &str) {
+        let merged = merge(text).unwrap().unwrap();
+        let added = inserted(text, &merged);
+        assert!(added.contains(KEY), "{added:?}");
+        assert_eq!(merged.replacen(added, "", 1).len(), text.len());
+        assert_eq!(
+            take_out(&merged, added),
+            Ok(Some(text.to_owned())),
+            "{merged:?}"
+        );
+    }
+
+    #[rstest]
+    // The user added a key after the merge: it stays, the policy's goes.
+    #[case::key_added_after(
+        "a: 1\nexitOnJobCompletion: true\nb: 2\n",
+        "\nexitOnJobCompletion: true",
+        Ok(Some("a: 1\nb: 2\n"))
+    )]
+    #[case::user_took_the_key_out("a: 1\n", "\nexitOnJobCompletion: true", Ok(None))]
+    #[case::user_set_it_false(
+        "a: 1\nexitOnJobCompletion: false",
+        "\nexitOnJobCompletion: true",
+        Err("has another exitOnJobCompletion")
+    )]
+    #[case::rewritten_as_json(
+        "{\"a\": 1, \"exitOnJobCompletion\": true}",
+        "\nexitOnJobCompletion: true",
+        Err("edited where the key was added")
+    )]
+    #[case::no_longer_a_mapping("- a", "\nexitOnJobCompletion: true", Err("no longer a mapping"))]
+    // The inserted text also inside a value: only the real key goes.
+    #[case::inserted_text_in_a_value(
+        "a: \"x\nexitOnJobCompletion: true\"\nexitOnJobCompletion: true",
+        "\nexitOnJobCompletion: true",
+        Ok(Some("a: \"x\nexitOnJobCompletion: true\""))
+    )]
+    fn undo_after_user_edits(
+        #[case] text: &str,
+        #[case] inserted: &str,
+        #[case] expected: Result<Option<&str>, &str>,
+    ) {
+        let expected = expected
+            .map(|o| o.map(str::to_owned))
+            .map_err(str::to_owned);
+        assert_eq!(take_out(text, inserted), expected);
     }
 
     #[rstest]
