@@ -108,3 +108,25 @@ fn move_matches_istio_native_injection() {
     );
     assert_eq!(moved, native);
 }
+
+/// The cases above are the directories seen when this file was compiled
+/// (rstest's `#[files]`): a directory added since has no expected.json
+/// until this file is compiled again and `make golden` runs.
+#[test]
+fn every_case_has_its_expected_file() {
+    if policy_testkit::updating_golden() {
+        return; // being written now
+    }
+    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/cases");
+    let mut missing: Vec<String> = std::fs::read_dir(&cases)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|d| d.join("request.json").is_file() && !d.join("expected.json").is_file())
+        .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "cases without expected.json: {missing:?} (touch tests/golden.rs, then make golden)"
+    );
+}

@@ -1,0 +1,502 @@
+//! The golden cases of mode changes (issue 11), held to the laws whole-object.
+//!
+//! test_data/make_cases.py writes, for each variant `<v>` of a CronJob x
+//! (plain: no proxy config; yaml and json: a proxy config in that form;
+//! injected: `istioctl kube-inject`'s output, the proxy a classic container;
+//! flip: the mode picked by the template's `istio-job-sidecar/mode`):
+//!
+//! - `mode-change-<v>-<M>`: x admitted (CREATE) under mode M, or, for
+//!   M = `disabled`, x with the user's `istio-job-sidecar/mode: disabled`;
+//! - `mode-change-<v>-<A>-then-<B>`: a CronJob UPDATE whose object is the
+//!   first pass's result A(x) (oldObject too), with the user's edit e that
+//!   picks B (nothing when B is the cluster's mode), admitted under B.
+//!
+//! `tests/golden.rs` holds every case to its expected.json; this file holds
+//! the cases to each other:
+//!
+//! (a) a second pass's input is its first pass's current output: object
+//!     e(A(x)) and oldObject A(x), where e is what tells the first-pass
+//!     inputs x_A and x_B apart (their mode annotations). A stale input
+//!     fails here: regenerate (make_cases.py's docstring says how).
+//! (b) B(e(A(x))) == B(x_B), the record included, compared whole up to the
+//!     empty maps and lists Kubernetes drops (an `annotations` or template
+//!     `metadata` emptied by an undo, an emptied `initContainers`); with the
+//!     same warnings. When B does not mutate x_B (disabled), that is x_B
+//!     itself: every edit of A taken back.
+//! (c) A(A(x)) == A(x): the second pass under the same mode mutates
+//!     nothing and says nothing.
+//!
+//! And the cases the laws do not cover, updated under nativeSidecar from the
+//! quitEndpoint result of the plain CronJob: an unreadable record and a
+//! command the user replaced are left alone with a warning (the wrapper is
+//! never "undone" into a wrong command); the `istio-job-sidecar/quit-wrapped`
+//! mark of earlier versions is undone like a record.
+
+use policy_testkit::differences;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const MODES: [&str; 3] = ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"];
+const DISABLED: &str = "disabled";
+const MODE_KEY: &str = "istio-job-sidecar/mode";
+const RECORD_KEY: &str = "istio-job-sidecar/applied";
+const LEGACY_KEY: &str = "istio-job-sidecar/quit-wrapped";
+const NATIVE_KEY: &str = "sidecar.istio.io/nativeSidecar";
+/// Variants with a second pass for every pair (A, B): A a mode, B a mode or
+/// disabled. Other variants may have some pairs only.
+const FULL_VARIANTS: [&str; 4] = ["plain", "yaml", "json", "injected"];
+const REGENERATE: &str = "regenerate: python3 test_data/make_cases.py && touch tests/golden.rs \
+     && make golden, twice (make_cases.py's docstring)";
+
+fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/cases")
+}
+
+/// One case: its request and its expected.json.
+struct Case {
+    name: String,
+    request: Value,
+    expected: Value,
+}
+
+impl Case {
+    fn load(name: &str) -> Case {
+        let dir = cases_dir().join(name);
+        let read = |file: &str| -> Value {
+            let path = dir.join(file);
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e} (a new case? touch tests/golden.rs, then make golden)",
+                    path.display()
+                )
+            });
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        };
+        Case {
+            name: name.to_owned(),
+            request: read("request.json"),
+            expected: read("expected.json"),
+        }
+    }
+
+    fn object(&self) -> &Value {
+        &self.request["object"]
+    }
+
+    fn mutated(&self) -> Option<&Value> {
+        Some(&self.expected["mutatedObject"]).filter(|o| !o.is_null())
+    }
+
+    /// The object the API server stores: the mutated one, else the input.
+    fn result(&self) -> &Value {
+        self.mutated().unwrap_or(self.object())
+    }
+
+    fn warnings(&self) -> &Value {
+        &self.expected["warnings"]
+    }
+}
+
+/// The mode-change cases: first passes by (variant, mode), second passes
+/// by (variant, A, B).
+struct ModeChanges {
+    first: BTreeMap<(String, String), Case>,
+    pairs: BTreeMap<(String, String, String), Case>,
+}
+
+fn mode_changes() -> ModeChanges {
+    let mut names: Vec<String> = std::fs::read_dir(cases_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("mode-change-"))
+        .collect();
+    names.sort();
+    let all_modes: Vec<&str> = MODES.iter().copied().chain([DISABLED]).collect();
+    let mut found = ModeChanges {
+        first: BTreeMap::new(),
+        pairs: BTreeMap::new(),
+    };
+    for name in names {
+        let rest = &name["mode-change-".len()..];
+        // <variant>-<A>-then-<B> or <variant>-<M>; the modes have no '-'.
+        let parts: Vec<&str> = rest.split('-').collect();
+        match parts.as_slice() {
+            [variant, a, "then", b] if MODES.contains(a) && all_modes.contains(b) => {
+                let key = (variant.to_string(), a.to_string(), b.to_string());
+                found.pairs.insert(key, Case::load(&name));
+            }
+            [variant, m] if all_modes.contains(m) => {
+                let key = (variant.to_string(), m.to_string());
+                found.first.insert(key, Case::load(&name));
+            }
+            _ => {} // the cases of the last tests below
+        }
+    }
+    found
+}
+
+fn template(object: &Value) -> &Value {
+    &object["spec"]["jobTemplate"]["spec"]["template"]
+}
+
+fn template_mut(object: &mut Value) -> &mut Value {
+    &mut object["spec"]["jobTemplate"]["spec"]["template"]
+}
+
+fn annotations(object: &Value, on_template: bool) -> Option<&Map<String, Value>> {
+    let target = if on_template {
+        template(object)
+    } else {
+        object
+    };
+    target["metadata"]["annotations"].as_object()
+}
+
+/// `object` with `key` set to `value` (removed when None) in the
+/// annotations of the CronJob or of its pod template.
+fn set_annotation(object: &mut Value, on_template: bool, key: &str, value: Option<&Value>) {
+    let target = if on_template {
+        template_mut(object)
+    } else {
+        object
+    };
+    let metadata = target
+        .as_object_mut()
+        .unwrap()
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let annotations = metadata
+        .as_object_mut()
+        .unwrap()
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .unwrap();
+    match value {
+        Some(v) => {
+            annotations.insert(key.to_owned(), v.clone());
+        }
+        None => {
+            annotations.remove(key);
+        }
+    }
+}
+
+/// The user's edit that turns x_A into x_B: the `istio-job-sidecar/mode`
+/// annotations of the CronJob and of its template set as x_B has them.
+/// Checked to be the only difference between the two.
+fn user_edit(x_a: &Value, x_b: &Value) -> impl Fn(&mut Value) {
+    let wanted: Vec<(bool, Option<Value>)> = [false, true]
+        .into_iter()
+        .map(|t| {
+            (
+                t,
+                annotations(x_b, t).and_then(|a| a.get(MODE_KEY)).cloned(),
+            )
+        })
+        .collect();
+    let edit = move |object: &mut Value| {
+        for (on_template, value) in &wanted {
+            let has = annotations(object, *on_template).and_then(|a| a.get(MODE_KEY));
+            if has != value.as_ref() {
+                set_annotation(object, *on_template, MODE_KEY, value.as_ref());
+            }
+        }
+    };
+    let mut edited = x_a.clone();
+    edit(&mut edited);
+    assert!(
+        normalized(&edited) == normalized(x_b),
+        "the first-pass inputs differ in more than the mode annotation:\n{}",
+        differences(&edited, x_b)
+    );
+    edit
+}
+
+/// `object` without what Kubernetes drops anyway: empty `annotations` of
+/// the CronJob's, the job template's and the pod template's metadata, an
+/// empty metadata of the templates, an empty `initContainers`.
+fn normalized(object: &Value) -> Value {
+    /// Removes the member at `pointer` when it is an empty map or list.
+    fn drop_empty(object: &mut Value, pointer: &str) {
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        let Some(Value::Object(members)) = object.pointer_mut(parent) else {
+            return;
+        };
+        let empty = match members.get(key) {
+            Some(Value::Object(m)) => m.is_empty(),
+            Some(Value::Array(a)) => a.is_empty(),
+            _ => false,
+        };
+        if empty {
+            members.remove(key);
+        }
+    }
+    let mut object = object.clone();
+    for pointer in [
+        "/metadata/annotations",
+        "/spec/jobTemplate/metadata/annotations",
+        "/spec/jobTemplate/metadata",
+        "/spec/jobTemplate/spec/template/metadata/annotations",
+        "/spec/jobTemplate/spec/template/metadata",
+        "/spec/jobTemplate/spec/template/spec/initContainers",
+    ] {
+        drop_empty(&mut object, pointer);
+    }
+    object
+}
+
+fn record(object: &Value) -> Option<&str> {
+    annotations(object, true)
+        .and_then(|a| a.get(RECORD_KEY))
+        .and_then(Value::as_str)
+}
+
+/// Every pair of every full variant has its case, and every first pass a
+/// mode-change needs is there and did what it should.
+#[test]
+fn every_pair_has_its_cases() {
+    let cases = mode_changes();
+    let variants: BTreeSet<&String> = cases.first.keys().map(|(v, _)| v).collect();
+    for variant in FULL_VARIANTS {
+        assert!(
+            variants.contains(&variant.to_owned()),
+            "no mode-change-{variant}-* cases: {REGENERATE}"
+        );
+    }
+    let mut missing = Vec::new();
+    for variant in &variants {
+        for mode in MODES.iter().copied().chain([DISABLED]) {
+            let Some(first) = cases.first.get(&(variant.to_string(), mode.to_owned())) else {
+                missing.push(format!("mode-change-{variant}-{mode}"));
+                continue;
+            };
+            let op = &first.request["operation"];
+            assert_eq!(op, "CREATE", "{}: a first pass is a CREATE", first.name);
+            assert_eq!(first.object()["kind"], "CronJob", "{}", first.name);
+            if mode == DISABLED {
+                assert!(first.mutated().is_none(), "{}: mutated", first.name);
+            } else {
+                let mutated = first.mutated().unwrap_or_else(|| {
+                    panic!("{}: not mutated, no mode change to test", first.name)
+                });
+                let record = record(mutated)
+                    .unwrap_or_else(|| panic!("{}: no record {RECORD_KEY}", first.name));
+                let record: Value = serde_json::from_str(record).unwrap();
+                assert_eq!(record["mode"], mode, "{}: the record's mode", first.name);
+            }
+        }
+        if FULL_VARIANTS.contains(&variant.as_str()) {
+            for a in MODES {
+                for b in MODES.iter().copied().chain([DISABLED]) {
+                    let key = (variant.to_string(), a.to_owned(), b.to_owned());
+                    if !cases.pairs.contains_key(&key) {
+                        missing.push(format!("mode-change-{variant}-{a}-then-{b}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "missing cases {missing:?}: {REGENERATE}"
+    );
+    for (variant, a, b) in cases.pairs.keys() {
+        for m in [a, b] {
+            assert!(
+                cases.first.contains_key(&(variant.clone(), m.clone())),
+                "mode-change-{variant}-{a}-then-{b}: no first pass mode-change-{variant}-{m}"
+            );
+        }
+    }
+}
+
+/// (a): each second pass starts from its first pass's current result.
+#[test]
+fn second_pass_input_is_the_first_pass_output() {
+    let cases = mode_changes();
+    assert!(!cases.pairs.is_empty(), "no mode-change pair cases");
+    let mut stale = Vec::new();
+    for ((variant, a, b), pair) in &cases.pairs {
+        let first_a = &cases.first[&(variant.clone(), a.clone())];
+        let first_b = &cases.first[&(variant.clone(), b.clone())];
+        assert_eq!(pair.request["operation"], "UPDATE", "{}", pair.name);
+        assert_eq!(pair.request["kind"]["kind"], "CronJob", "{}", pair.name);
+        let after_a = first_a
+            .mutated()
+            .unwrap_or_else(|| panic!("{}: A mutated nothing", first_a.name));
+        let mut object = after_a.clone();
+        user_edit(first_a.object(), first_b.object())(&mut object);
+        if pair.request["oldObject"] != *after_a {
+            stale.push(format!(
+                "{}: oldObject is not the result of {}:\n{}",
+                pair.name,
+                first_a.name,
+                differences(after_a, &pair.request["oldObject"])
+            ));
+        }
+        if *pair.object() != object {
+            stale.push(format!(
+                "{}: object is not the result of {} with the user's edit:\n{}",
+                pair.name,
+                first_a.name,
+                differences(&object, pair.object())
+            ));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "{}\n{} stale inputs; {REGENERATE}",
+        stale.join("\n"),
+        stale.len()
+    );
+}
+
+/// (b) and (c): B(e(A(x))) == B(x_B) whole, record included; A(A(x)) is
+/// not mutated.
+#[test]
+fn mode_change_equals_the_new_mode_on_the_original() {
+    let cases = mode_changes();
+    let mut broken = Vec::new();
+    for ((variant, a, b), pair) in &cases.pairs {
+        let first_b = &cases.first[&(variant.clone(), b.clone())];
+        let got = normalized(pair.result());
+        let want = normalized(first_b.result());
+        if got != want {
+            broken.push(format!(
+                "{}: B(A(x)) != B(x) ({}), from B(x) to B(A(x)):\n{}",
+                pair.name,
+                first_b.name,
+                differences(&want, &got)
+            ));
+        }
+        if pair.warnings() != first_b.warnings() {
+            broken.push(format!(
+                "{}: warnings {} where {} has {}",
+                pair.name,
+                pair.warnings(),
+                first_b.name,
+                first_b.warnings()
+            ));
+        }
+        if a == b && (pair.mutated().is_some() || pair.warnings() != &Value::Array(vec![])) {
+            broken.push(format!(
+                "{}: A(A(x)) mutated or warned: {}",
+                pair.name, pair.expected
+            ));
+        }
+        if a != b && pair.mutated().is_none() {
+            broken.push(format!("{}: the mode change mutated nothing", pair.name));
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "{}\n{} cases break the laws of issue 11",
+        broken.join("\n"),
+        broken.len()
+    );
+}
+
+/// The quitEndpoint result of the plain CronJob: the input the last cases
+/// were made from.
+fn quit_result() -> Value {
+    Case::load("mode-change-plain-quitEndpoint")
+        .mutated()
+        .expect("mode-change-plain-quitEndpoint mutates")
+        .clone()
+}
+
+fn app_command(object: &Value) -> &Value {
+    &template(object)["spec"]["containers"][0]["command"]
+}
+
+/// `result` is `object` plus `sidecar.istio.io/nativeSidecar: "true"` and
+/// nothing else: nativeSidecar applied on top, nothing undone, the record
+/// left as it is.
+fn only_native_added(case: &Case) {
+    let result = case
+        .mutated()
+        .unwrap_or_else(|| panic!("{}: nativeSidecar not applied", case.name));
+    let mut want = case.object().clone();
+    set_annotation(&mut want, true, NATIVE_KEY, Some(&Value::from("true")));
+    assert!(
+        *result == want,
+        "{}: more than the native annotation changed:\n{}",
+        case.name,
+        differences(&want, result)
+    );
+}
+
+fn one_warning_with(case: &Case, text: &str) {
+    let warnings = case.warnings().as_array().unwrap();
+    assert!(
+        warnings.len() == 1 && warnings[0].as_str().unwrap().contains(text),
+        "{}: warnings {:?}, one with {text:?} expected",
+        case.name,
+        warnings
+    );
+}
+
+/// A record that is not JSON on a wrapped CronJob, updated under
+/// nativeSidecar: the wrapper stays, the record stays, a warning.
+#[test]
+fn unreadable_record_leaves_the_command_wrapped() {
+    let case = Case::load("mode-change-unreadable-record-warns");
+    let quit = quit_result();
+    assert_eq!(
+        case.request["oldObject"], quit,
+        "{}: {REGENERATE}",
+        case.name
+    );
+    assert_eq!(record(case.object()), Some("garbage"));
+    assert_eq!(app_command(case.object()), app_command(&quit));
+    only_native_added(&case);
+    one_warning_with(&case, &format!("{RECORD_KEY} unreadable"));
+}
+
+/// A quitEndpoint record whose container's command the user replaced:
+/// refused, the user's command kept, the record kept, a warning.
+#[test]
+fn replaced_command_is_not_undone() {
+    let case = Case::load("mode-change-edited-command-refused-warns");
+    let quit = quit_result();
+    assert_eq!(
+        case.request["oldObject"], quit,
+        "{}: {REGENERATE}",
+        case.name
+    );
+    assert_eq!(record(case.object()), record(&quit));
+    assert_ne!(app_command(case.object()), app_command(&quit));
+    only_native_added(&case);
+    one_warning_with(&case, &format!("{RECORD_KEY}: quitEndpoint edit kept"));
+}
+
+/// The mark of earlier versions, `istio-job-sidecar/quit-wrapped:
+/// <container>`, updated under nativeSidecar: undone like a record, so the
+/// result is nativeSidecar on the original, the mark gone.
+#[test]
+fn legacy_mark_is_undone() {
+    let case = Case::load("mode-change-legacy-mark-undone");
+    let quit = quit_result();
+    assert_eq!(
+        case.request["oldObject"], quit,
+        "{}: {REGENERATE}",
+        case.name
+    );
+    let marks = annotations(case.object(), true).unwrap();
+    assert_eq!(marks.get(LEGACY_KEY), Some(&Value::from("hello")));
+    assert!(!marks.contains_key(RECORD_KEY));
+    assert_eq!(app_command(case.object()), app_command(&quit));
+    let native = Case::load("mode-change-plain-nativeSidecar");
+    let result = case
+        .mutated()
+        .unwrap_or_else(|| panic!("{}: not mutated", case.name));
+    assert!(
+        normalized(result) == normalized(native.result()),
+        "{}: not nativeSidecar on the original:\n{}",
+        case.name,
+        differences(native.result(), result)
+    );
+    assert_eq!(case.warnings(), &Value::Array(vec![]));
+}
