@@ -25,6 +25,8 @@ load bats_helpers
 # removes at the end, not in ~/.cache.
 setup_file() {
 	export XDG_CACHE_HOME="$BATS_FILE_TMPDIR/cache"
+	# the mode-change tests' kwctl results, shared by the tests of a variant
+	export MODE_CHANGE_DIR="$BATS_FILE_TMPDIR/mode-change"
 }
 
 setup() {
@@ -331,7 +333,9 @@ assert_settings_rejected() {
 @test "quitEndpoint: Job CREATE, the app container's command is wrapped" {
 	run_case quit-job
 	assert_patched 'quitquitquit'
-	assert_patched 'quit-wrapped'
+	# the record of issue 11, not the quit-wrapped mark of earlier versions
+	assert_patched '{\"mode\":\"quitEndpoint\",\"container\":\"pi\"}'
+	refute_in_patch 'quit-wrapped'
 }
 
 @test "quitEndpoint: CronJob with command and args, wrapped" {
@@ -381,6 +385,12 @@ assert_settings_rejected() {
 	assert_warning 'quitEndpoint'
 }
 
+@test "quitEndpoint: the istio-job-sidecar/quit-wrapped mark of earlier versions becomes the record" {
+	run_case quit-legacy-mark-replaced
+	assert_patched 'istio-job-sidecar~1applied'
+	assert_patched '"op":"remove","path":"/spec/template/metadata/annotations/istio-job-sidecar~1quit-wrapped"'
+}
+
 @test "quitEndpoint: chosen by the workload annotation" {
 	run_case quit-workload-annotation
 	assert_patched 'quitquitquit'
@@ -407,6 +417,350 @@ assert_settings_rejected() {
 @test "workloadOverride: false ignores the workload annotation" {
 	run_case workload-override-off
 	assert_patched
+}
+
+# --- changing modes (issue 11) -----------------------------------------------
+# A CronJob admitted under mode A, then updated under mode B (or disabled),
+# must end as B applied to the original, the record
+# istio-job-sidecar/applied included: kwctl runs A on the CronJob's CREATE,
+# its patch is applied, a CronJob UPDATE of the result (oldObject the same)
+# is built with the user's edit that picks B when an annotation picks it,
+# kwctl runs B on that, and the object its patch gives is compared whole
+# with kwctl's B on the CREATE, with the same warnings (up to the empty maps
+# and lists Kubernetes drops: an emptied annotations or template metadata,
+# an emptied initContainers). B = A: no patch at all.
+#
+# The CronJobs are the CREATE requests of test_data/cases/mode-change-<v>-<M>/
+# (test_data/make_cases.py): <v> is plain (no proxy config), yaml and json
+# (proxy.istio.io/config as a YAML block and as JSON), injected (istioctl
+# kube-inject's output: nativeSidecar moves the proxy, the other modes move
+# it back), flip (the team sets istio-job-sidecar/mode on the template);
+# each runs a command whose script and args are full of quoting. Disabled
+# is the user's istio-job-sidecar/mode: disabled (the cluster's mode stays
+# A). Each step also meets the golden files of the case it reproduces
+# (mode-change-<v>-<M>, and mode-change-<v>-<A>-then-<B> with the same
+# request), so those cases are run through kwctl here.
+#
+# Kept fast: B's four kwctl runs go in parallel (most of a run is waiting
+# for the Sigstore trust root kwctl cannot fetch offline), the first passes
+# of a variant are run once for its three tests, and one python3 builds the
+# UPDATEs and one reads the responses.
+
+MODE_CHANGE_TARGETS=(nativeSidecar exitOnJobCompletion quitEndpoint disabled)
+
+# python3 -c "$MODE_CHANGE_PY" first|build|check DIR VARIANT [A]
+# first: the CREATE responses DIR/<M>.response of every target M, checked
+#   (golden file, the record's mode), kept as DIR/<M>.json;
+# build: DIR/<A>-then-<B>.request.json and .settings.json for every B;
+# check: the responses DIR/<A>-then-<B>.response against DIR/<B>.json and
+#   the golden case mode-change-<v>-<A>-then-<B>, when there is one.
+MODE_CHANGE_PY='
+import copy, difflib, json, os, sys
+
+command, out, variant = sys.argv[1:4]
+TARGETS = ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint", "disabled"]
+MODE_KEY = "istio-job-sidecar/mode"
+RECORD_KEY = "istio-job-sidecar/applied"
+failures = []
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+def save(path, value):
+    with open(path, "w") as f:
+        json.dump(value, f, ensure_ascii=False)
+
+def case(name):
+    return os.path.join("test_data", "cases", "mode-change-%s-%s" % (variant, name))
+
+def template(obj):
+    return obj["spec"]["jobTemplate"]["spec"]["template"]
+
+def apply_patch(obj, patch):
+    # the operations json-patch diff emits (add, remove, replace)
+    obj = copy.deepcopy(obj)
+    for op in patch:
+        keys = [k.replace("~1", "/").replace("~0", "~") for k in op["path"].split("/")[1:]]
+        parent = obj
+        for k in keys[:-1]:
+            parent = parent[int(k)] if isinstance(parent, list) else parent[k]
+        key = keys[-1]
+        if isinstance(parent, list):
+            index = len(parent) if key == "-" else int(key)
+            if op["op"] == "add":
+                parent.insert(index, op["value"])
+            elif op["op"] == "remove":
+                del parent[index]
+            elif op["op"] == "replace":
+                parent[index] = op["value"]
+            else:
+                sys.exit("unexpected patch operation %s" % op["op"])
+        elif op["op"] in ("add", "replace"):
+            if op["op"] == "replace" and key not in parent:
+                sys.exit("replace of a missing member %s" % op["path"])
+            parent[key] = op["value"]
+        elif op["op"] == "remove":
+            del parent[key]
+        else:
+            sys.exit("unexpected patch operation %s" % op["op"])
+    return obj
+
+def admitted(request_path, name):
+    """What kwctl answered to a request: the stored object, the warnings,
+    whether there was a patch."""
+    import base64
+    with open(os.path.join(out, name + ".response")) as f:
+        lines = [l for l in f.read().splitlines() if "\"allowed\"" in l]
+    if not lines:
+        sys.exit("%s: no response from kwctl, see %s.log" % (name, os.path.join(out, name)))
+    response = json.loads(lines[-1])
+    if response.get("allowed") is not True:
+        sys.exit("%s: not allowed: %s" % (name, lines[-1]))
+    obj = load(request_path)["object"]
+    patch = response.get("patch")
+    if patch is not None:
+        obj = apply_patch(obj, json.loads(base64.b64decode(patch)))
+    return {"object": obj, "warnings": response.get("warnings") or [], "patched": patch is not None}
+
+def golden(name):
+    expected = load(os.path.join(case(name), "expected.json"))
+    obj = expected["mutatedObject"]
+    if obj is None:
+        obj = load(os.path.join(case(name), "request.json"))["object"]
+    return obj, expected["warnings"]
+
+def normalized(obj):
+    obj = copy.deepcopy(obj)
+    for path in (["metadata", "annotations"],
+                 ["spec", "jobTemplate", "metadata", "annotations"],
+                 ["spec", "jobTemplate", "metadata"],
+                 ["spec", "jobTemplate", "spec", "template", "metadata", "annotations"],
+                 ["spec", "jobTemplate", "spec", "template", "metadata"],
+                 ["spec", "jobTemplate", "spec", "template", "spec", "initContainers"]):
+        parent = obj
+        for k in path[:-1]:
+            parent = parent.get(k) if isinstance(parent, dict) else None
+        if isinstance(parent, dict) and parent.get(path[-1]) in ({}, []):
+            del parent[path[-1]]
+    return obj
+
+def differ(what, want, got):
+    text = lambda v: json.dumps(v, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
+    diff = "\n".join(difflib.unified_diff(text(want), text(got), "want", "got", lineterm="", n=2))
+    failures.append("%s:\n%s" % (what, diff))
+
+def mode_annotation(obj, on_template):
+    target = template(obj) if on_template else obj
+    return (target.get("metadata") or {}).get("annotations", {}).get(MODE_KEY)
+
+if command == "first":
+    for m in TARGETS:
+        got = admitted(os.path.join(case(m), "request.json"), m)
+        save(os.path.join(out, m + ".json"), got)
+        print("%s, %s on the CREATE: warnings %s" % (variant, m, got["warnings"]))
+        obj, warnings = golden(m)
+        if got["object"] != obj:
+            differ("%s on the CREATE vs mode-change-%s-%s/expected.json" % (m, variant, m), obj, got["object"])
+        if got["warnings"] != warnings:
+            failures.append("%s on the CREATE: warnings %s, golden %s" % (m, got["warnings"], warnings))
+        annotations = (template(got["object"]).get("metadata") or {}).get("annotations", {})
+        record = json.loads(annotations[RECORD_KEY]) if RECORD_KEY in annotations else None
+        if m == "disabled" and got["patched"]:
+            failures.append("disabled on the CREATE: patched")
+        if m != "disabled" and (record or {}).get("mode") != m:
+            failures.append("%s on the CREATE: record %s" % (m, record))
+elif command == "build":
+    a = sys.argv[4]
+    after = load(os.path.join(out, a + ".json"))["object"]
+    for b in TARGETS:
+        request = load(os.path.join(case(b), "request.json"))
+        x_b = request["object"]
+        obj = copy.deepcopy(after)
+        # the user s edit: the mode annotations as B s CREATE has them
+        for on_template in (False, True):
+            want = mode_annotation(x_b, on_template)
+            if mode_annotation(obj, on_template) != want:
+                target = template(obj) if on_template else obj
+                annotations = target.setdefault("metadata", {}).setdefault("annotations", {})
+                if want is None:
+                    del annotations[MODE_KEY]
+                else:
+                    annotations[MODE_KEY] = want
+        request.update(operation="UPDATE", object=obj, oldObject=after)
+        request["options"]["kind"] = "UpdateOptions"
+        save(os.path.join(out, "%s-then-%s.request.json" % (a, b)), request)
+        # disabled is the workload s word: the cluster s mode is still A s
+        settings = load(os.path.join(case(a if b == "disabled" else b), "settings.json"))
+        save(os.path.join(out, "%s-then-%s.settings.json" % (a, b)), settings)
+elif command == "check":
+    a = sys.argv[4]
+    for b in TARGETS:
+        name = "%s-then-%s" % (a, b)
+        request_path = os.path.join(out, name + ".request.json")
+        got = admitted(request_path, name)
+        want = load(os.path.join(out, b + ".json"))
+        print("%s: %s, then %s: warnings %s" % (variant, a, b, got["warnings"]))
+        if normalized(got["object"]) != normalized(want["object"]):
+            differ("%s: %s after %s (got) vs %s on the original (want)" % (variant, b, a, b),
+                   want["object"], got["object"])
+        if got["warnings"] != want["warnings"]:
+            failures.append("%s: %s after %s warns %s, %s on the original %s"
+                            % (variant, b, a, got["warnings"], b, want["warnings"]))
+        if a == b and got["patched"]:
+            failures.append("%s: %s after %s: patched, expected no patch" % (variant, b, a))
+        pair = case(name)
+        if os.path.isdir(pair):
+            golden_request = load(os.path.join(pair, "request.json"))
+            request = load(request_path)
+            for member in ("object", "oldObject"):
+                if request[member] != golden_request[member]:
+                    differ("%s: the UPDATE s %s vs mode-change-%s-%s/request.json"
+                           % (name, member, variant, name), golden_request[member], request[member])
+            obj, warnings = golden(name)
+            if got["object"] != obj or got["warnings"] != warnings:
+                differ("%s vs mode-change-%s-%s/expected.json" % (name, variant, name),
+                       {"object": obj, "warnings": warnings}, {"object": got["object"], "warnings": got["warnings"]})
+else:
+    sys.exit("unknown command %s" % command)
+for failure in failures:
+    print(failure)
+sys.exit(1 if failures else 0)
+'
+
+# kwctl on request file $2 with settings file $3 in the background, its
+# stdout to $1.response and its stderr to $1.log; the job is added to
+# mode_change_jobs (pid:file).
+mode_change_admit() {
+	kwctl run --request-path "$2" --settings-path "$3" "$POLICY" >"$1.response" 2>"$1.log" &
+	mode_change_jobs+=("$!:$1")
+}
+
+# Waits for every job of mode_change_jobs; fails when one failed, with the
+# end of its log.
+mode_change_wait() {
+	local job failed=0
+	for job in "${mode_change_jobs[@]}"; do
+		wait "${job%%:*}" || {
+			echo "kwctl run failed: ${job#*:}"
+			tail -n 20 "${job#*:}.log"
+			failed=1
+		}
+	done
+	mode_change_jobs=()
+	[ "$failed" -eq 0 ]
+}
+
+# kwctl on the CREATE of variant $1 under every mode and disabled, once a
+# file: $MODE_CHANGE_DIR/$1/<M>.json, each checked against its golden case.
+mode_change_first_passes() {
+	local variant="$1" dir="$MODE_CHANGE_DIR/$1" mode cdir
+	[ -f "$dir/done" ] && return 0
+	mkdir -p "$dir"
+	mode_change_jobs=()
+	for mode in "${MODE_CHANGE_TARGETS[@]}"; do
+		cdir="test_data/cases/mode-change-$variant-$mode"
+		mode_change_admit "$dir/$mode" "$cdir/request.json" "$cdir/settings.json"
+	done
+	mode_change_wait
+	python3 -c "$MODE_CHANGE_PY" first "$dir" "$variant"
+	touch "$dir/done"
+}
+
+# Variant $1 admitted under mode $2, then updated under every mode and
+# disabled: each result equals that mode's on the CREATE.
+mode_changes() {
+	local variant="$1" a="$2" dir="$MODE_CHANGE_DIR/$1" b
+	mode_change_first_passes "$variant"
+	python3 -c "$MODE_CHANGE_PY" build "$dir" "$variant" "$a"
+	mode_change_jobs=()
+	for b in "${MODE_CHANGE_TARGETS[@]}"; do
+		mode_change_admit "$dir/$a-then-$b" "$dir/$a-then-$b.request.json" "$dir/$a-then-$b.settings.json"
+	done
+	mode_change_wait
+	python3 -c "$MODE_CHANGE_PY" check "$dir" "$variant" "$a"
+}
+
+@test "mode change, CronJob without proxy config: nativeSidecar, then every mode and disabled" {
+	mode_changes plain nativeSidecar
+}
+
+@test "mode change, CronJob without proxy config: exitOnJobCompletion, then every mode and disabled" {
+	mode_changes plain exitOnJobCompletion
+}
+
+@test "mode change, CronJob without proxy config: quitEndpoint, then every mode and disabled" {
+	mode_changes plain quitEndpoint
+}
+
+@test "mode change, CronJob with a YAML proxy config: nativeSidecar, then every mode and disabled" {
+	mode_changes yaml nativeSidecar
+}
+
+@test "mode change, CronJob with a YAML proxy config: exitOnJobCompletion, then every mode and disabled" {
+	mode_changes yaml exitOnJobCompletion
+}
+
+@test "mode change, CronJob with a YAML proxy config: quitEndpoint, then every mode and disabled" {
+	mode_changes yaml quitEndpoint
+}
+
+@test "mode change, CronJob with a JSON proxy config: nativeSidecar, then every mode and disabled" {
+	mode_changes json nativeSidecar
+}
+
+@test "mode change, CronJob with a JSON proxy config: exitOnJobCompletion, then every mode and disabled" {
+	mode_changes json exitOnJobCompletion
+}
+
+@test "mode change, CronJob with a JSON proxy config: quitEndpoint, then every mode and disabled" {
+	mode_changes json quitEndpoint
+}
+
+@test "mode change, kube-injected CronJob: nativeSidecar (the proxy moved), then every mode and disabled" {
+	mode_changes injected nativeSidecar
+}
+
+@test "mode change, kube-injected CronJob: exitOnJobCompletion, then every mode and disabled" {
+	mode_changes injected exitOnJobCompletion
+}
+
+@test "mode change, kube-injected CronJob: quitEndpoint, then every mode and disabled" {
+	mode_changes injected quitEndpoint
+}
+
+@test "mode change, the team flips istio-job-sidecar/mode: nativeSidecar, then every mode and disabled" {
+	mode_changes flip nativeSidecar
+}
+
+@test "mode change, the team flips istio-job-sidecar/mode: exitOnJobCompletion, then every mode and disabled" {
+	mode_changes flip exitOnJobCompletion
+}
+
+@test "mode change, the team flips istio-job-sidecar/mode: quitEndpoint, then every mode and disabled" {
+	mode_changes flip quitEndpoint
+}
+
+@test "mode change: an unreadable record is left alone, the command stays wrapped, with a warning" {
+	run_case mode-change-unreadable-record-warns
+	assert_warning 'istio-job-sidecar/applied unreadable'
+	refute_in_patch 'istio-job-sidecar~1applied'
+	refute_in_patch '/command'
+}
+
+@test "mode change: a command the user replaced is not undone, with a warning" {
+	run_case mode-change-edited-command-refused-warns
+	assert_warning 'quitEndpoint edit kept'
+	refute_in_patch 'istio-job-sidecar~1applied'
+	refute_in_patch '/command'
+}
+
+@test "mode change: the quit-wrapped mark of earlier versions is undone under nativeSidecar" {
+	run_case mode-change-legacy-mark-undone
+	assert_no_warnings
+	# nativeSidecar on the original CronJob, as if quitEndpoint had never been
+	[ "$(decoded_patch | patched_object test_data/cases/mode-change-legacy-mark-undone/request.json)" = \
+		"$(jq -cS .mutatedObject test_data/cases/mode-change-plain-nativeSidecar/expected.json)" ]
 }
 
 # --- settings ---------------------------------------------------------------
@@ -497,12 +851,29 @@ run_example() {
 
 # --- this file keeps up with test_data and examples -------------------------
 
+# mode-change-<v>-<M> and mode-change-<v>-<A>-then-<B> are run by
+# `mode_changes <v> <A>` (the first passes by every one of <v>).
+mode_change_covered() {
+	local rest variant a
+	[[ "$1" == mode-change-* ]] || return 1
+	rest=${1#mode-change-}
+	variant=${rest%%-*}
+	rest=${rest#*-}
+	a=${rest%%-then-*}
+	if [[ "$rest" == *-then-* ]]; then
+		grep -qE "^[[:space:]]*mode_changes $variant $a\$" "$BATS_TEST_FILENAME"
+	else
+		grep -qE "^[[:space:]]*mode_changes $variant [A-Za-z]+\$" "$BATS_TEST_FILENAME"
+	fi
+}
+
 @test "every case of test_data/cases and test_data/settings, and every example, has a test here" {
 	local missing=()
 	local dir name
 	for dir in test_data/cases/*/ test_data/settings/*.json examples/*.yaml; do
 		name=$(basename "$dir" .json)
 		grep -qE "(run_case|run_settings|assert_settings_rejected|run_example) ${name}\$" "$BATS_TEST_FILENAME" ||
+			mode_change_covered "$name" ||
 			missing+=("$name")
 	done
 	echo "cases and examples without a test in e2e.bats: ${missing[*]}"
