@@ -23,10 +23,12 @@
 //! The annotation `istio-job-sidecar/quit-wrapped: <container>` of earlier
 //! versions is read as a quitEndpoint record and replaced on the next pass.
 
+use crate::json::Node;
 use crate::settings::Mode;
 use crate::view::ANNOTATION_NATIVE_SIDECAR;
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{Map, Value};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 /// What one mode changed, and what undoing it needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,79 +88,126 @@ impl Applied {
     }
 
     /// Read an annotation value; the error says what is wrong with it.
+    /// Read through the policy's own JSON tree (not `serde_json::Value`),
+    /// which the module already carries: a map type's code would cost
+    /// kilobytes of the module for a few members.
     pub fn parse(text: &str) -> Result<Applied, String> {
-        let value: Value = serde_json::from_str(text).map_err(|_| "it is not JSON".to_owned())?;
-        let Value::Object(mut fields) = value else {
-            return Err("it is not a JSON object".into());
-        };
-        let mode = take_string(&mut fields, "mode")?.ok_or("it names no mode")?;
-        let applied = match Mode::parse(&mode) {
-            Some(Mode::NativeSidecar) => match take_string(&mut fields, "annotation")? {
-                Some(name) if name == ANNOTATION_NATIVE_SIDECAR => Applied::NativeAnnotation,
+        let raw: &RawValue = serde_json::from_str(text).map_err(|_| "it is not JSON")?;
+        let mut node = Node::raw(raw);
+        let mut fields = Fields(node.members_mut().map_err(|_| "it is not a JSON object")?);
+        let mode = fields.string("mode")?.ok_or("it names no mode")?;
+        let (applied, members): (Applied, &[&str]) = match Mode::parse(&mode) {
+            Some(Mode::NativeSidecar) => match fields.string("annotation")? {
+                Some(name) if name == ANNOTATION_NATIVE_SIDECAR => {
+                    (Applied::NativeAnnotation, &["annotation"])
+                }
                 Some(_) => return Err("it names another annotation".into()),
-                None => Applied::NativeMove(Move {
-                    container: take_string(&mut fields, "moved")?.ok_or("it names no proxy")?,
-                    from: take_index(&mut fields, "from")?,
-                    added: take_added(&mut fields)?,
-                    restart_policy: take_string(&mut fields, "restartPolicy")?,
-                    status: take_string(&mut fields, "status")?,
-                }),
+                None => (
+                    Applied::NativeMove(Move {
+                        container: fields.string("moved")?.ok_or("it names no proxy")?,
+                        from: fields.index("from")?,
+                        added: fields.added()?,
+                        restart_policy: fields.string("restartPolicy")?,
+                        status: fields.string("status")?,
+                    }),
+                    &["moved", "from", "added", "restartPolicy", "status"],
+                ),
             },
-            Some(Mode::ExitOnJobCompletion) => Applied::ExitOnJobCompletion {
-                inserted: take_string(&mut fields, "inserted")?
-                    .filter(|s| s.contains(crate::modes::exit_on_completion::KEY))
-                    .ok_or("it has no inserted key")?,
-                created: match fields.remove("created") {
-                    None => false,
-                    Some(Value::Bool(b)) => b,
-                    Some(_) => return Err("created is not a boolean".into()),
+            Some(Mode::ExitOnJobCompletion) => (
+                Applied::ExitOnJobCompletion {
+                    inserted: fields
+                        .string("inserted")?
+                        .ok_or("it has no inserted text")?,
+                    created: fields.flag("created")?,
                 },
-            },
-            Some(Mode::QuitEndpoint) => Applied::QuitEndpoint {
-                container: take_string(&mut fields, "container")?.ok_or("it names no container")?,
-            },
+                &["inserted", "created"],
+            ),
+            Some(Mode::QuitEndpoint) => (
+                Applied::QuitEndpoint {
+                    container: fields.string("container")?.ok_or("it names no container")?,
+                },
+                &["container"],
+            ),
             None => return Err("it names an unknown mode".into()),
         };
-        match fields.keys().next() {
-            None => Ok(applied),
-            Some(key) => Err(format!("it has an unknown member {key:?}")),
+        fields.only(members)?;
+        Ok(applied)
+    }
+}
+
+/// The members of a record.
+struct Fields<'m, 'a>(&'m mut Vec<(Cow<'a, str>, Node<'a>)>);
+
+impl<'a> Fields<'_, 'a> {
+    /// Member `key`; a key given twice is refused, as no writer of the
+    /// record repeats one.
+    fn get(&mut self, key: &str) -> Result<Option<&mut Node<'a>>, String> {
+        let mut found = self.0.iter_mut().filter(|(k, _)| k == key);
+        let first = found.next().map(|(_, v)| v);
+        match found.next() {
+            None => Ok(first.filter(|v| !v.is_null())),
+            Some(_) => Err(format!("it repeats {key}")),
+        }
+    }
+
+    fn string(&mut self, key: &str) -> Result<Option<String>, String> {
+        match self.get(key)? {
+            None => Ok(None),
+            Some(v) => match v.read_string() {
+                Ok(s) => Ok(s.map(Cow::into_owned)),
+                Err(_) => Err(format!("{key} is not a string")),
+            },
+        }
+    }
+
+    fn index(&mut self, key: &str) -> Result<usize, String> {
+        match self.get(key)? {
+            Some(Node::Raw(raw)) => raw.get().parse().ok(),
+            _ => None,
+        }
+        .ok_or_else(|| format!("{key} is not an index"))
+    }
+
+    fn flag(&mut self, key: &str) -> Result<bool, String> {
+        match self.get(key)? {
+            None => Ok(false),
+            Some(Node::Raw(raw)) if raw.get() == "true" => Ok(true),
+            Some(Node::Raw(raw)) if raw.get() == "false" => Ok(false),
+            Some(_) => Err(format!("{key} is not a boolean")),
+        }
+    }
+
+    /// `added`: only members a move adds.
+    fn added(&mut self) -> Result<Vec<String>, String> {
+        let not_ours = || "added names a member the move never adds".to_owned();
+        let Some(list) = self.get("added")? else {
+            return Ok(Vec::new());
+        };
+        let items = list.items_mut().map_err(|_| not_ours())?;
+        items
+            .iter()
+            .map(|item| match item.read_string() {
+                Ok(Some(s)) if MOVE_ADDS.contains(&s.as_ref()) => Ok(s.into_owned()),
+                _ => Err(not_ours()),
+            })
+            .collect()
+    }
+
+    /// No member but `mode` and `allowed`.
+    fn only(&self, allowed: &[&str]) -> Result<(), String> {
+        match self
+            .0
+            .iter()
+            .find(|(k, _)| k != "mode" && !allowed.contains(&k.as_ref()))
+        {
+            None => Ok(()),
+            Some((key, _)) => Err(format!("it has an unknown member {key:?}")),
         }
     }
 }
 
-fn take_string(fields: &mut Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    match fields.remove(key) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(format!("{key} is not a string")),
-    }
-}
-
-fn take_index(fields: &mut Map<String, Value>, key: &str) -> Result<usize, String> {
-    fields
-        .remove(key)
-        .and_then(|v| v.as_u64())
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| format!("{key} is not an index"))
-}
-
 /// The members a move may add; any other name is not the policy's.
 const MOVE_ADDS: [&str; 3] = ["restartPolicy", "startupProbe", "lifecycle"];
-
-fn take_added(fields: &mut Map<String, Value>) -> Result<Vec<String>, String> {
-    let not_ours = || "added names a member the move never adds".to_owned();
-    match fields.remove("added") {
-        None => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .into_iter()
-            .map(|item| match item {
-                Value::String(s) if MOVE_ADDS.contains(&s.as_str()) => Ok(s),
-                _ => Err(not_ours()),
-            })
-            .collect(),
-        Some(_) => Err(not_ours()),
-    }
-}
 
 /// Written by hand so that `mode` comes first, as a reader expects.
 impl Serialize for Applied {
@@ -293,9 +342,18 @@ mod tests {
         r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1,"added":["image"]}"#,
         "never adds"
     )]
-    #[case::no_key(
-        r#"{"mode":"exitOnJobCompletion","inserted":"a: 1"}"#,
-        "no inserted key"
+    #[case::no_text(r#"{"mode":"exitOnJobCompletion"}"#, "no inserted text")]
+    #[case::repeated(
+        r#"{"mode":"quitEndpoint","container":"pi","container":"db"}"#,
+        "it repeats container"
+    )]
+    #[case::big_index(
+        r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":18446744073709551616}"#,
+        "from is not an index"
+    )]
+    #[case::float_index(
+        r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1.0}"#,
+        "from is not an index"
     )]
     #[case::created_not_bool(
         r#"{"mode":"exitOnJobCompletion","inserted":"exitOnJobCompletion: true","created":"yes"}"#,

@@ -96,19 +96,30 @@ const MAX_TRIES: usize = 4;
 /// `text` without the `inserted` text, when that leaves the same mapping
 /// minus `exitOnJobCompletion: true`; `Ok(None)` when the key is gone.
 fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
-    let mut expected = read_mapping(text).map_err(|_| "no longer a mapping".to_owned())?;
-    match expected.get(KEY) {
+    let now = read_mapping(text).map_err(|_| "no longer a mapping".to_owned())?;
+    match now.get(KEY) {
         None => return Ok(None),
         Some(Value::Bool(true)) => {}
         Some(_) => return Err(format!("has another {KEY}")),
     }
-    expected.remove(KEY);
-    text.rmatch_indices(inserted)
-        .take(MAX_TRIES)
-        .map(|(at, _)| [&text[..at], &text[at + inserted.len()..]].concat())
-        .find(|candidate| read_mapping(candidate).is_ok_and(|m| m == expected))
-        .map(Some)
-        .ok_or_else(|| "edited where the key was added".to_owned())
+    // The last place first: every merge inserts at the end of the mapping.
+    let mut end = text.len();
+    for _ in 0..MAX_TRIES {
+        let Some(at) = text[..end].rfind(inserted) else {
+            break;
+        };
+        let candidate = [&text[..at], &text[at + inserted.len()..]].concat();
+        if let Ok(mut mapping) = read_mapping(&candidate) {
+            if !mapping.contains_key(KEY) {
+                mapping.insert(Value::String(KEY.into()), Value::Bool(true));
+                if mapping == now {
+                    return Ok(Some(candidate));
+                }
+            }
+        }
+        end = at + inserted.len() - 1;
+    }
+    Err("edited where the key was added".to_owned())
 }
 
 /// The config with `exitOnJobCompletion: true` added, written in the form the
