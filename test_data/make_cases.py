@@ -14,18 +14,26 @@ Mode changes (issue 11) are made in two steps. The cases
 cases `mode-change-<variant>-<A>-then-<B>` are a CronJob UPDATE whose object
 is the first one's result A(x), read from the `mutatedObject` of
 `mode-change-<variant>-<A>/expected.json` (oldObject A(x) too), with the
-user's edit that picks B when B is chosen by an annotation, under B. Their
-input is an output of the policy, so after a change of the policy or of x:
+user's edit that picks B when an annotation picks it, admitted under B.
+Variants (VARIANTS below): plain, yaml, json (no proxy config, a YAML block
+one, a JSON one), injected (istioctl kube-inject's CronJob), flip (the mode
+set by the template's annotation); every app container runs a command
+full of quoting. The unreadable-record, edited-command and legacy-mark
+cases start from the result of mode-change-plain-quitEndpoint.
 
-    python3 test_data/make_cases.py && touch tests/golden.rs && make golden   # first passes
-    python3 test_data/make_cases.py && touch tests/golden.rs && make golden   # second passes
+Their input is an output of the policy, so after a change of the policy or
+of x, run twice:
 
-(tests/golden.rs lists the case directories when it is compiled: the touch
-makes it see new ones.) The script says how many second passes still wait
-for a first pass's expected.json. tests/mode_changes.rs fails on a second pass whose input is
-not the first pass's current output ("regenerate"), and holds each pair to
-B(A(x)) == B(x), record included. The kube-injected, unreadable-record,
-edited-command and legacy-mark cases are made the same way.
+    python3 test_data/make_cases.py && touch tests/golden.rs && make golden
+
+the first time for the first passes, the second for the second passes
+made from them (tests/golden.rs lists the case directories when it is
+compiled: the touch makes it see new ones). The script says how many
+second passes still wait for a first pass's expected.json.
+tests/mode_changes.rs fails on a second pass whose input is not its first
+pass's current output ("regenerate") and holds each pair to the laws,
+B(A(x)) == B(x) with the record; e2e.bats makes the same passes through
+kwctl.
 """
 import copy
 import json
