@@ -10,11 +10,35 @@ SOURCES     := $(shell find src -name '*.rs' -o -name '*.sh') Cargo.toml Cargo.l
 
 all: annotated-policy.wasm
 
+# binaryen's optimizer runs over cargo's module: -O3 makes its hot paths about
+# 10% faster than cargo's opt-level "s" alone and its size 13% smaller (369 vs
+# 424 KB; the 400 KiB budget is met only with it). The features are those
+# rustc enables for $(WASM_TARGET) (the stripped module no longer lists them).
+# Without wasm-opt (Debian: apt-get install binaryen) the module is cargo's,
+# and says so; WASM_OPT= skips it on purpose.
+WASM_OPT       ?= wasm-opt
+WASM_OPT_FLAGS := -O3 --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+	--enable-nontrapping-float-to-int --enable-multivalue --enable-reference-types
+MODULE_BUDGET  := 409600
+
 policy.wasm: $(SOURCES)
 	@# a fresh machine has rustup but not the wasm target yet
 	@if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -qx '$(WASM_TARGET)'; then rustup target add $(WASM_TARGET); fi
 	cargo build --target $(WASM_TARGET) --release --locked
-	cp $(RELEASE_DIR)/$(CRATE).wasm policy.wasm
+	@if [ -n "$(WASM_OPT)" ] && command -v $(WASM_OPT) >/dev/null 2>&1; then \
+		echo "$(WASM_OPT) $(WASM_OPT_FLAGS) -> policy.wasm"; \
+		$(WASM_OPT) $(WASM_OPT_FLAGS) $(RELEASE_DIR)/$(CRATE).wasm -o policy.wasm; \
+	else \
+		echo "policy.wasm: wasm-opt not found, the module is cargo's: slower and over the 400 KiB budget (apt-get install binaryen)" >&2; \
+		cp $(RELEASE_DIR)/$(CRATE).wasm policy.wasm; \
+	fi
+
+# The module's size against its budget (issue 3: at most 400 KiB).
+.PHONY: size-check
+size-check: policy.wasm
+	@size=$$(wc -c < policy.wasm); \
+	if [ "$$size" -le $(MODULE_BUDGET) ]; then echo "policy.wasm: $$size bytes <= $(MODULE_BUDGET)"; \
+	else echo "policy.wasm: $$size bytes, over the budget of $(MODULE_BUDGET)" >&2; exit 1; fi
 
 annotated-policy.wasm: policy.wasm metadata.yml README.md
 	kwctl annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm

@@ -185,7 +185,9 @@ pub(crate) fn undo_then_apply<'a>(
     if let Some(applied) = write {
         let template = template_mut(kind, object)?;
         annotations_mut(template)?.set(ANNOTATION_APPLIED, Node::from_string(applied.to_text()))?;
-        remove_annotations(template, &[ANNOTATION_QUIT_WRAPPED])?;
+        if legacy {
+            remove_annotations(template, &[ANNOTATION_QUIT_WRAPPED])?;
+        }
         changed = true;
     }
     Ok((changed, warnings))
