@@ -519,4 +519,46 @@ mod tests {
             );
         }
     }
+
+    /// Found by the mode_change fuzz target: a nameless container is
+    /// wrapped and recorded as "", and must be unwrapped again.
+    #[test]
+    fn a_nameless_wrapped_container_is_unwrapped() {
+        let mut original = cronjob(json!({}), json!(["run", "a b"]));
+        let app = &mut original["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
+        app.as_object_mut().unwrap().remove("name");
+        let (quit, _) = update(&original, "quitEndpoint");
+        assert_eq!(
+            template(&quit)["metadata"]["annotations"]["istio-job-sidecar/applied"],
+            r#"{"mode":"quitEndpoint","container":""}"#
+        );
+        let mut disabled = quit.clone();
+        disabled["metadata"]["annotations"] = json!({"istio-job-sidecar/mode": "disabled"});
+        let (out, warnings) = update(&disabled, "quitEndpoint");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let mut expected = original.clone();
+        expected["metadata"]["annotations"] = json!({"istio-job-sidecar/mode": "disabled"});
+        // The emptied annotations go, then the emptied template metadata.
+        let t = &mut expected["spec"]["jobTemplate"]["spec"]["template"];
+        t.as_object_mut().unwrap().remove("metadata");
+        assert_eq!(out, expected);
+    }
+
+    /// Found by the mode_change fuzz target: a proxy moved beside an init
+    /// container of its name could not be moved back; it is not moved.
+    #[test]
+    fn no_move_beside_an_init_container_of_the_proxys_name() {
+        let mut injected = kube_injected_cronjob();
+        let spec = &mut injected["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+        spec["initContainers"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "istio-proxy", "image": "busybox"}));
+        let (out, warnings) = update(&injected, "nativeSidecar");
+        assert_eq!(out, injected);
+        assert_eq!(
+            warnings,
+            vec!["istio-job-sidecar: more than one container is named istio-proxy; left unchanged"]
+        );
+    }
 }

@@ -160,11 +160,13 @@ impl<'a> Fields<'_, 'a> {
         }
     }
 
+    /// An index of at most 32 bits, read alike in the module and natively.
     fn index(&mut self, key: &str) -> Result<usize, String> {
         match self.get(key)? {
-            Some(Node::Raw(raw)) => raw.get().parse().ok(),
+            Some(Node::Raw(raw)) => raw.get().parse::<u32>().ok(),
             _ => None,
         }
+        .map(|i| i as usize)
         .ok_or_else(|| format!("{key} is not an index"))
     }
 
@@ -348,7 +350,7 @@ mod tests {
         "it repeats container"
     )]
     #[case::big_index(
-        r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":18446744073709551616}"#,
+        r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":4294967296}"#,
         "from is not an index"
     )]
     #[case::float_index(

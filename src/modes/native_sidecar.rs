@@ -168,8 +168,11 @@ fn move_injected_sidecar(
         )));
     }
     // Kubernetes rejects the pod anyway; moving one of them would leave the
-    // other to be moved by a second run (not idempotent; found by fuzzing).
-    if containers.iter().filter(|c| is_sidecar(c)).count() > 1 {
+    // other to be moved by a second run (not idempotent; found by fuzzing),
+    // and a proxy moved beside an init container of its name could not be
+    // told from it to be moved back (issue 11, found by fuzzing).
+    let init_named = t.workload.init_containers().iter().any(is_sidecar);
+    if init_named || containers.iter().filter(|c| is_sidecar(c)).count() > 1 {
         return Ok(Outcome::unchanged_because(format!(
             "more than one container is named {name}; left unchanged"
         )));

@@ -118,7 +118,8 @@ pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
         .containers()
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.name.as_deref() == Some(container))
+        // A nameless container is recorded as "", as `apply` names it.
+        .filter(|(_, c)| c.name.as_deref().unwrap_or_default() == container)
         .map(|(i, _)| i)
         .collect();
     let [index] = named[..] else {
