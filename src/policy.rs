@@ -561,4 +561,31 @@ mod tests {
             vec!["istio-job-sidecar: more than one container is named istio-proxy; left unchanged"]
         );
     }
+
+    /// Found by tests/properties.rs: a template the policy annotated for
+    /// native injection, kube-injected since, is moved, and the policy's
+    /// annotation goes with its record, so a later mode leaves nothing of it.
+    #[test]
+    fn an_annotated_template_injected_since_loses_the_policys_annotation() {
+        let native_record =
+            r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}"#;
+        let mut x = kube_injected_cronjob();
+        let t = &mut x["spec"]["jobTemplate"]["spec"]["template"];
+        t["metadata"] = json!({"annotations": {
+            "team": "a",
+            "sidecar.istio.io/nativeSidecar": "true",
+            "istio-job-sidecar/applied": native_record
+        }});
+        let (moved, warnings) = update(&x, "nativeSidecar");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let annotations = &template(&moved)["metadata"]["annotations"];
+        assert_eq!(annotations["sidecar.istio.io/nativeSidecar"], json!(null));
+        assert!(annotations["istio-job-sidecar/applied"]
+            .as_str()
+            .unwrap()
+            .contains(r#""moved":"istio-proxy""#));
+        for mode in ["quitEndpoint", "exitOnJobCompletion"] {
+            assert_eq!(update(&moved, mode).0, update(&x, mode).0, "{mode}");
+        }
+    }
 }

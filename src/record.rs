@@ -24,6 +24,7 @@
 //! versions is read as a quitEndpoint record and replaced on the next pass.
 
 use crate::json::Node;
+use crate::modes::exit_on_completion::KEY;
 use crate::settings::Mode;
 use crate::view::ANNOTATION_NATIVE_SIDECAR;
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -115,9 +116,11 @@ impl Applied {
             },
             Some(Mode::ExitOnJobCompletion) => (
                 Applied::ExitOnJobCompletion {
+                    // Every merge inserts the key: any other text is not one.
                     inserted: fields
                         .string("inserted")?
-                        .ok_or("it has no inserted text")?,
+                        .filter(|text| text.contains(KEY))
+                        .ok_or("it has no inserted key")?,
                     created: fields.flag("created")?,
                 },
                 &["inserted", "created"],
@@ -344,7 +347,9 @@ mod tests {
         r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1,"added":["image"]}"#,
         "never adds"
     )]
-    #[case::no_text(r#"{"mode":"exitOnJobCompletion"}"#, "no inserted text")]
+    #[case::no_text(r#"{"mode":"exitOnJobCompletion"}"#, "no inserted key")]
+    #[case::empty_text(r#"{"mode":"exitOnJobCompletion","inserted":""}"#, "no inserted key")]
+    #[case::other_text(r#"{"mode":"exitOnJobCompletion","inserted":"é"}"#, "no inserted key")]
     #[case::repeated(
         r#"{"mode":"quitEndpoint","container":"pi","container":"db"}"#,
         "it repeats container"

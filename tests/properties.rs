@@ -1705,8 +1705,9 @@ impl Applied {
     /// A record read as the README describes it (members in any order): the
     /// reader is strict; `None` when the record is not one the policy may
     /// trust: not JSON, not an object, no or an unknown mode, a member
-    /// missing, of the wrong type, unknown or given twice, or a move adding
-    /// a member it never adds. A member that is `null` is absent.
+    /// missing, of the wrong type, unknown or given twice, a move adding a
+    /// member it never adds or from an index beyond 32 bits, or an inserted
+    /// text without the key. A member that is `null` is absent.
     fn parse(text: &str) -> Option<Applied> {
         let Ordered(members) = serde_json::from_str(text).ok()?;
         let get = |key: &str| -> Result<Option<&str>, ()> {
@@ -1742,7 +1743,8 @@ impl Applied {
                     };
                     let moved = Move {
                         container: string("moved").ok()??,
-                        from: get("from").ok()??.parse().ok()?,
+                        // At most 32 bits, in the module as natively.
+                        from: get("from").ok()??.parse::<u32>().ok()? as usize,
                         added,
                         restart_policy: string("restartPolicy").ok()?,
                         status: string("status").ok()?,
@@ -1755,7 +1757,9 @@ impl Applied {
             },
             Mode::Exit => (
                 Applied::Exit {
-                    inserted: string("inserted").ok()??,
+                    // Every merge inserts the key: any other text is not one.
+                    inserted: Some(string("inserted").ok()??)
+                        .filter(|text| text.contains(EXIT_KEY))?,
                     created: match get("created").ok()? {
                         None | Some("false") => false,
                         Some("true") => true,

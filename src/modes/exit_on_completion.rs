@@ -128,7 +128,11 @@ fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
                 }
             }
         }
+        // The next place may overlap this one: it ends before this one's end.
         end = at + inserted.len() - 1;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
     }
     Err("edited where the key was added".to_owned())
 }
@@ -691,6 +695,13 @@ mod tests {
         "a: \"x\nexitOnJobCompletion: true\"\nexitOnJobCompletion: true",
         "\nexitOnJobCompletion: true",
         Ok(Some("a: \"x\nexitOnJobCompletion: true\""))
+    )]
+    // Regression (tests/properties.rs): a hand-edited inserted text ending
+    // in a multi-byte character; stepping back must stay on a character.
+    #[case::inserted_text_ends_in_non_ascii(
+        "k: \"exitOnJobCompletion: true # é\"\nexitOnJobCompletion: true",
+        "exitOnJobCompletion: true # é",
+        Err("edited where the key was added")
     )]
     fn undo_after_user_edits(
         #[case] text: &str,

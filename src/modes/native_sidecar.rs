@@ -210,6 +210,12 @@ fn move_injected_sidecar(
             "moved {name}, but {ANNOTATION_STATUS} was not updated: {why}"
         )),
     }
+    // A template this mode annotated, kube-injected since: the annotation
+    // asked for an injection that is done. The move record replaces its
+    // record, so it goes too, else no later mode could take it off.
+    if t.record == Some(&Applied::NativeAnnotation) {
+        undo_annotation(t)?;
+    }
     Ok(Outcome {
         warnings,
         ..Outcome::applied(Applied::NativeMove(moved))
