@@ -86,7 +86,8 @@ fn run_prints_a_kwctl_shaped_response_whose_patch_applies() {
         "--summary",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("patch: 3 operation(s)"), "{stdout}");
+    // The move, the status and the record (issue 11).
+    assert!(stdout.contains("patch: 4 operation(s)"), "{stdout}");
     assert!(
         stdout.contains("mutated pod template (/spec/template):"),
         "{stdout}"
