@@ -173,7 +173,7 @@ proptest-long:
 # Corpora start from test_data/ (built by fuzz-seeds) and stay out of git;
 # crashes land in fuzz/artifacts/<target>/ (see RELIABILITY.md for what to do).
 FUZZ_TOOLCHAIN      ?= nightly
-FUZZ_TARGETS        := validate_raw validate_structured validate_settings merge_fast_path
+FUZZ_TARGETS        := validate_raw validate_structured validate_settings merge_fast_path mode_change
 FUZZ_SECONDS        ?= 300
 FUZZ_SMOKE_SECONDS  ?= 20
 FUZZ_FLAGS          ?= -rss_limit_mb=2048 -timeout=10 -print_final_stats=1

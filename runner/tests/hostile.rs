@@ -10,6 +10,14 @@
 //! memory (observed through the runner's probing engine on a fresh instance)
 //! are printed; there are no timing assertions.
 //!
+//! Issue 11's record `istio-job-sidecar/applied` gets its own (the last
+//! four tests): 1 MiB records of each form, 10,000-deep JSON, an
+//! exitOnJobCompletion record whose inserted text occurs up to 100,000
+//! times in the config, a move record whose `from` is no 32-bit index, a
+//! quitEndpoint record naming a container 10,000 containers are named; each
+//! under every other mode and `disabled`, with the warning that says which
+//! record was left as it is.
+//!
 //! `cargo test --profile host -p policy-runner --test hostile -- --nocapture`
 //! (after `make policy.wasm`) prints the table.
 
@@ -687,4 +695,383 @@ fn settings_of_every_wrong_type() {
         tried += 1;
     }
     eprintln!("| settings of every wrong type | {tried} payloads | - | invalid with a message; validate: unchanged + warning |");
+}
+
+// ------------------------------------------------------------------ records (issue 11)
+
+const APPLIED: &str = "istio-job-sidecar/applied";
+
+/// Every mode, and `disabled` (said by the workload's annotation).
+const WANTED: [&str; 4] = [
+    "nativeSidecar",
+    "exitOnJobCompletion",
+    "quitEndpoint",
+    "disabled",
+];
+
+/// The request and settings that ask for `wanted` on `object` (a Job):
+/// the cluster's mode, or `disabled` through the pod template's
+/// `istio-job-sidecar/mode`.
+fn asking(wanted: &str, mut object: Value) -> (Value, Value) {
+    let s = if wanted == "disabled" {
+        object["spec"]["template"]["metadata"]["annotations"]["istio-job-sidecar/mode"] =
+            json!("disabled");
+        settings("nativeSidecar")
+    } else {
+        settings(wanted)
+    };
+    (request("Job", object), s)
+}
+
+/// A Job whose pod template also carries these annotations.
+fn job_with(containers: Value, annotations: &[(&str, Value)]) -> Value {
+    let mut object = job(containers);
+    for (key, value) in annotations {
+        object["spec"]["template"]["metadata"]["annotations"][*key] = value.clone();
+    }
+    object
+}
+
+/// Some warning contains `says` (mutated or not).
+fn assert_warning(name: &str, o: &Outcome, says: &str) {
+    assert!(
+        o.warnings().iter().any(|w| w.contains(says)),
+        "{name}: expected a warning with {says:?}, got {:?}",
+        o.warnings()
+    );
+}
+
+/// Hostile `istio-job-sidecar/applied` records: 1 MiB values of each form,
+/// and 10,000-deep JSON, as text and as the annotation's value itself.
+#[test]
+fn hostile_records() {
+    let policy = load();
+    let mib = 1024 * 1024;
+    let unreadable = "istio-job-sidecar/applied unreadable";
+    let kept = "istio-job-sidecar/applied: ";
+    let exit_config = json!("a: 1\nexitOnJobCompletion: true");
+    // What, the record, more annotations, the warning under another mode.
+    type Case<'c> = (&'c str, String, Vec<(&'c str, Value)>, &'c str);
+    let cases: Vec<Case> = vec![
+        (
+            "1 MiB record, not JSON",
+            "x".repeat(mib),
+            vec![],
+            unreadable,
+        ),
+        (
+            "1 MiB record: quit, a 1 MiB container name",
+            json!({"mode": "quitEndpoint", "container": "c".repeat(mib)}).to_string(),
+            vec![],
+            kept,
+        ),
+        (
+            "1 MiB record: exit, 1 MiB inserted text",
+            json!({"mode": "exitOnJobCompletion",
+                   "inserted": format!("\n{}exitOnJobCompletion: true", "y".repeat(mib))})
+            .to_string(),
+            vec![("proxy.istio.io/config", exit_config.clone())],
+            kept,
+        ),
+        (
+            "1 MiB record: move, 1 MiB status",
+            json!({"mode": "nativeSidecar", "moved": "istio-proxy", "from": 1,
+                   "added": ["restartPolicy"], "status": "s".repeat(mib)})
+            .to_string(),
+            vec![],
+            kept,
+        ),
+        (
+            "1 MiB record: an unknown member of 1 MiB",
+            json!({"mode": "quitEndpoint", "container": "app", "x": "u".repeat(mib)}).to_string(),
+            vec![],
+            unreadable,
+        ),
+        (
+            "record of 10,000 nested arrays",
+            nested_arrays(10_000),
+            vec![],
+            unreadable,
+        ),
+        (
+            "quit record with 10,000 nested arrays in a member",
+            format!(
+                r#"{{"mode":"quitEndpoint","container":"app","x":{}}}"#,
+                nested_arrays(10_000)
+            ),
+            vec![],
+            unreadable,
+        ),
+        (
+            "quit record with 100 nested arrays in a member",
+            format!(
+                r#"{{"mode":"quitEndpoint","container":"app","x":{}}}"#,
+                nested_arrays(100)
+            ),
+            vec![],
+            unreadable,
+        ),
+    ];
+    for (what, record, more, warning) in &cases {
+        for wanted in WANTED {
+            let mut annotations = vec![(APPLIED, json!(record))];
+            annotations.extend(more.iter().cloned());
+            let (r, s) = asking(wanted, job_with(app_and_proxy(), &annotations));
+            let name = format!("{what} ({wanted})");
+            let p = payload(&r, &s);
+            let o = if record.len() >= mib {
+                call_measured(&policy, &name, &p)
+            } else {
+                call(&policy, &name, &p)
+            };
+            report(&name, p.len(), &o);
+            // Under its own mode a readable record undoes nothing.
+            let own_mode = warning == &kept && record.contains(&format!(r#""mode":"{wanted}""#));
+            if !own_mode {
+                assert_warning(&name, &o, warning);
+            }
+            if o.mutated() {
+                assert_fixed_point(&policy, &name, &r, &s, &o);
+            }
+        }
+    }
+    // The annotation's value itself 10,000 nested arrays (not a string):
+    // written as text, deeper than a serde_json::Value is built.
+    let r = request(
+        "Job",
+        job_with(app_and_proxy(), &[(APPLIED, json!("DEEP"))]),
+    );
+    for wanted in MODES {
+        let text = String::from_utf8(payload(&r, &settings(wanted))).unwrap();
+        let p = text.replacen(r#""DEEP""#, &nested_arrays(10_000), 1);
+        let name = format!("record annotation is 10,000 nested arrays ({wanted})");
+        let o = call(&policy, &name, p.as_bytes());
+        report(&name, p.len(), &o);
+        assert_warned(&name, &o, "unexpected shape");
+    }
+}
+
+/// An exitOnJobCompletion record whose inserted text occurs tens of
+/// thousands of times in the config, under another mode. Undo first tries
+/// the last occurrence with the fast merge (no YAML parse: the text without
+/// it must merge back into exactly the config, as the policy's own edit
+/// does), then the YAML parser at 2 places at most, so the time is that of
+/// at most 3 parses, whatever the count. Every occurrence but the real key
+/// is inside a quoted value. 100,000 occurrences of a 25-character text
+/// cannot fit in 1 MiB: 1 MiB holds 28,339 lines of one each, or 40,329 in
+/// one quoted value; 100,000 take 2.5 MiB in one value. Sizes stay under
+/// the API server's 3 MiB request limit. For comparison, a 1 MiB config as
+/// exitOnJobCompletion itself left it, undone under the other modes.
+#[test]
+fn record_whose_inserted_text_repeats() {
+    let policy = load();
+    let inserted = "exitOnJobCompletion: true";
+    let record = json!({"mode": "exitOnJobCompletion", "inserted": inserted}).to_string();
+    // `k000001: "exitOnJobCompletion: true"`, 37 bytes a line.
+    let lines = |n: usize| -> String {
+        (0..n)
+            .map(|i| format!("k{i:06}: \"{inserted}\"\n"))
+            .collect()
+    };
+    // `k: "exitOnJobCompletion: true exitOnJobCompletion: true ..."`.
+    let one_value = |n: usize| -> String {
+        let mut v = String::with_capacity(n * 26 + 8);
+        v.push_str("k: \"");
+        for _ in 0..n {
+            v.push_str(inserted);
+            v.push(' ');
+        }
+        v.push_str("\"\n");
+        v
+    };
+    let one_mib = 1024 * 1024;
+    let mut configs = Vec::new();
+    for (body, n, what) in [
+        (lines(one_mib / 37), one_mib / 37, "1 MiB config of lines"),
+        (
+            one_value(one_mib / 26),
+            one_mib / 26,
+            "1 MiB config, one value",
+        ),
+        (one_value(100_000), 100_000, "2.5 MiB config, one value"),
+    ] {
+        // The real key first: the last 4 occurrences are all in values, so
+        // the undo gives up ("edited where the key was added").
+        let first = format!("{inserted}\n{body}");
+        // The real key last: the first place tried is the right one.
+        let last = format!("{body}{inserted}");
+        let what = |where_| format!("{what}, {} occurrences, the key {where_}", n + 1);
+        configs.push((what("first"), first, false));
+        configs.push((what("last"), last, true));
+    }
+    // For comparison: 1 MiB of plain lines, one occurrence (the key last).
+    let plain: String = (0..one_mib / 37)
+        .map(|i| format!("k{i:06}: value-{i:018}\n"))
+        .collect();
+    configs.push((
+        "1 MiB config of plain lines, 1 occurrence, the key last".into(),
+        format!("{plain}{inserted}"),
+        true,
+    ));
+    for (what, config, undone) in configs {
+        for wanted in ["nativeSidecar", "quitEndpoint", "disabled"] {
+            let object = job_with(
+                app_and_proxy(),
+                &[
+                    (APPLIED, json!(record)),
+                    ("proxy.istio.io/config", json!(config)),
+                ],
+            );
+            let (r, s) = asking(wanted, object);
+            let p = payload(&r, &s);
+            let name = format!("{what} ({wanted})");
+            let o = call_measured(&policy, &name, &p);
+            report(&name, p.len(), &o);
+            if undone {
+                assert!(o.mutated(), "{name}: not undone");
+                assert!(
+                    !o.warnings().iter().any(|w| w.contains(APPLIED)),
+                    "{name}: {:?}",
+                    o.warnings()
+                );
+            } else {
+                assert_warning(&name, &o, "edit kept: proxy.istio.io/config edited where");
+            }
+            if o.mutated() {
+                assert_fixed_point(&policy, &name, &r, &s, &o);
+            }
+        }
+    }
+    // A 1 MiB config as exitOnJobCompletion itself left it: the undo's
+    // fast path.
+    let merged = moved_by(
+        &policy,
+        "exitOnJobCompletion",
+        job_with(app_and_proxy(), &[("proxy.istio.io/config", json!(plain))]),
+    );
+    for wanted in ["nativeSidecar", "quitEndpoint", "disabled"] {
+        let (r, s) = asking(wanted, merged.clone());
+        let p = payload(&r, &s);
+        let name = format!("1 MiB config as exitOnJobCompletion left it ({wanted})");
+        let o = call_measured(&policy, &name, &p);
+        report(&name, p.len(), &o);
+        assert!(o.mutated(), "{name}: not undone");
+        assert!(o.warnings().is_empty(), "{name}: {:?}", o.warnings());
+        let out = Evaluation::new(&r, o.response.clone(), Vec::new())
+            .patched_object()
+            .unwrap();
+        assert_eq!(
+            out["spec"]["template"]["metadata"]["annotations"]["proxy.istio.io/config"],
+            json!(plain),
+            "{name}: the user's config is not back byte for byte"
+        );
+        assert_fixed_point(&policy, &name, &r, &s, &o);
+    }
+    // And the merge itself (exitOnJobCompletion, no record) of the configs
+    // above without the key: the fast path reads plain lines without a YAML
+    // parser, quoted values go through it.
+    for (what, config) in [
+        ("1 MiB config of plain lines", plain),
+        ("1 MiB config of lines", lines(one_mib / 37)),
+    ] {
+        let (r, s) = asking(
+            "exitOnJobCompletion",
+            job_with(app_and_proxy(), &[("proxy.istio.io/config", json!(config))]),
+        );
+        let name = format!("{what}, merged (exitOnJobCompletion, no record)");
+        let p = payload(&r, &s);
+        let o = call(&policy, &name, &p);
+        report(&name, p.len(), &o);
+        assert!(o.mutated(), "{name}");
+    }
+}
+
+/// The object `mode` makes of `object` (a Job), its record written.
+fn moved_by(policy: &Policy, mode: &str, object: Value) -> Value {
+    let r = request("Job", object);
+    let o = call(policy, mode, &payload(&r, &settings(mode)));
+    assert!(o.mutated(), "{mode}: not mutated");
+    Evaluation::new(&r, o.response, Vec::new())
+        .patched_object()
+        .expect("the patch applies")
+}
+
+/// A move record whose `from` is no 32-bit index: u64::MAX and 2^32 are
+/// refused as unreadable (as natively, since a502240; before, a native
+/// build read 2^32 where the module, whose `usize` is 32 bits, did not),
+/// and u32::MAX is read and puts the proxy last.
+#[test]
+fn move_record_with_a_huge_from() {
+    let policy = load();
+    let moved = moved_by(&policy, "nativeSidecar", job(app_and_proxy()));
+    let record = moved["spec"]["template"]["metadata"]["annotations"][APPLIED]
+        .as_str()
+        .expect("the move wrote its record")
+        .to_owned();
+    assert!(record.contains(r#""from":1"#), "{record}");
+    for (from, readable) in [
+        ("18446744073709551615", false),
+        ("4294967296", false),
+        ("4294967295", true),
+    ] {
+        let mut object = moved.clone();
+        object["spec"]["template"]["metadata"]["annotations"][APPLIED] =
+            json!(record.replace(r#""from":1"#, &format!(r#""from":{from}"#)));
+        for wanted in ["exitOnJobCompletion", "quitEndpoint", "disabled"] {
+            let (r, s) = asking(wanted, object.clone());
+            let p = payload(&r, &s);
+            let name = format!("move record, from {from} ({wanted})");
+            let o = call(&policy, &name, &p);
+            report(&name, p.len(), &o);
+            if readable {
+                // Moved back, to the end of containers.
+                let out = Evaluation::new(&r, o.response.clone(), Vec::new())
+                    .patched_object()
+                    .unwrap();
+                let containers = out["spec"]["template"]["spec"]["containers"]
+                    .as_array()
+                    .unwrap();
+                assert_eq!(containers.last().unwrap()["name"], "istio-proxy", "{name}");
+            } else {
+                assert_warning(&name, &o, "unreadable (from is not an index)");
+            }
+            if o.mutated() {
+                assert_fixed_point(&policy, &name, &r, &s, &o);
+            }
+        }
+    }
+}
+
+/// A quitEndpoint record naming a container that 10,000 containers are
+/// named: nothing is undone ("not in the pod once"), the wanted mode still
+/// applies.
+#[test]
+fn quit_record_naming_10000_containers() {
+    let policy = load();
+    let mut containers: Vec<Value> = (0..10_000)
+        .map(|_| json!({"name": "pi", "image": "perl", "command": ["perl", "-e", "print 1"]}))
+        .collect();
+    containers.push(json!({"name": "istio-proxy", "image": "proxyv2"}));
+    let record = json!({"mode": "quitEndpoint", "container": "pi"}).to_string();
+    for wanted in WANTED {
+        let object = job_with(json!(containers), &[(APPLIED, json!(record))]);
+        let (r, s) = asking(wanted, object);
+        let p = payload(&r, &s);
+        let name = format!("quit record naming 10,000 containers ({wanted})");
+        let o = call_measured(&policy, &name, &p);
+        report(&name, p.len(), &o);
+        if wanted == "quitEndpoint" {
+            // Its own mode: 10,000 apps are not wrapped, the record goes.
+            assert_warning(&name, &o, "this pod has 10000");
+        } else {
+            assert_warning(
+                &name,
+                &o,
+                "quitEndpoint edit kept: container not in the pod once",
+            );
+        }
+        if o.mutated() {
+            assert_fixed_point(&policy, &name, &r, &s, &o);
+        }
+    }
 }

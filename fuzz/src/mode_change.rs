@@ -1,0 +1,986 @@
+//! The laws of issue 11 ("reversible modes"), checked on generated
+//! workloads by the `mode_change` target.
+//!
+//! A pass runs the policy's `validate` on one admission request: the
+//! workload with the mode said through the settings or the workload's
+//! `istio-job-sidecar/mode` annotation (on the pod template or on the
+//! object), in one of the three member orders. `P(x)` is the mutated object,
+//! or `x` itself when the answer is not a mutation. Every answer must be an
+//! accept, JSON, with warnings of at most 120 characters (testkit's
+//! `check_answer`). For modes A and B (each of the three or `disabled`):
+//!
+//! 1. `A(A(x))` is not a mutation;
+//! 2. `B(A(x)) == B(x)`, the whole object, the record included;
+//! 3. `disabled(A(x)) == disabled(x)`, and `disabled(x)` is `x` when `x`
+//!    carries no record;
+//! 4. with a history (`x = C(x0)`, the record possibly in its legacy form
+//!    `istio-job-sidecar/quit-wrapped`): also `B(x) == B(x0)`;
+//! 5. with a user edit `e` of fields the policy never writes (an annotation
+//!    or label of its own, every container's image, an env var in every
+//!    container) made between the passes: `B(e(A(x))) == e(B(x))`.
+//!
+//! Objects are compared up to what Kubernetes does not keep apart: an empty
+//! or null `annotations` map or `metadata` of the object, the CronJob's job
+//! template and the pod template, and an empty or null `initContainers`
+//! list of the pod template. CronJobs are created by the first pass and
+//! updated by the later ones (B(x) is a CREATE); Jobs and Pods are created
+//! by every pass (a Job is never mutated on UPDATE).
+//!
+//! 2-4 hold for workloads this version of the policy may have written, as
+//! the API server sends them: they are checked when `x0` reads as the typed
+//! Kubernetes object (k8s-openapi: annotations strings, commands lists of
+//! strings...) with every container named, no two alike (the API server
+//! cannot decode anything else, or rejects it after admission), carries no record of its
+//! own (neither record annotation on its pod template) and no command
+//! already wrapped by quitEndpoint (quitEndpoint adopts a wrapper without a
+//! record as its own, by design, so a later mode takes it off while B(x)
+//! leaves it), and when the mode annotation can be written. Everything
+//! else, records of every form and garbage included, gets 1 and the checks
+//! of every answer. `MODE_CHANGE_UNTYPED=1` (or `"untyped": true` in a
+//! stored scenario) checks the laws on objects that are not well typed or
+//! named too.
+
+use crate::records::{is_wrapped, APPLIED, QUIT_WRAPPED};
+use crate::{Input, Kind};
+use arbitrary::Arbitrary;
+use policy_testkit::{check_answer, differences, payload, Order};
+use serde_json::{json, Map, Value};
+
+const MODE_ANNOTATION: &str = "istio-job-sidecar/mode";
+
+#[derive(Debug, Arbitrary, Clone, Copy, PartialEq, Eq)]
+pub enum WorkloadKind {
+    CronJob,
+    Job,
+    Pod,
+}
+
+/// A mode, or none.
+#[derive(Debug, Arbitrary, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    NativeSidecar,
+    ExitOnJobCompletion,
+    QuitEndpoint,
+    Disabled,
+}
+
+/// Where the mode is said.
+#[derive(Debug, Arbitrary, Clone, Copy, PartialEq, Eq)]
+pub enum Carrier {
+    /// The cluster's `mode` setting (`disabled`, which no setting can say,
+    /// goes through the pod template's annotation).
+    Settings,
+    /// `istio-job-sidecar/mode` on the pod template.
+    TemplateAnnotation,
+    /// `istio-job-sidecar/mode` on the object (for a Pod, its own metadata).
+    ObjectAnnotation,
+}
+
+/// A user's edit of fields the policy never writes.
+#[derive(Debug, Arbitrary, Clone, Copy, PartialEq, Eq)]
+pub enum Edit {
+    /// `example.com/edited: "yes"` on the pod template.
+    TemplateAnnotation,
+    /// `example.com/edited: "yes"` as a label of the pod template.
+    TemplateLabel,
+    /// `example.com/edited: "yes"` on the object.
+    ObjectAnnotation,
+    /// Every container's (and init container's) image.
+    Image,
+    /// `EDITED=yes` added to every container's (and init container's) env.
+    Env,
+}
+
+impl Edit {
+    const ALL: [Edit; 5] = [
+        Edit::TemplateAnnotation,
+        Edit::TemplateLabel,
+        Edit::ObjectAnnotation,
+        Edit::Image,
+        Edit::Env,
+    ];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Edit::TemplateAnnotation => "templateAnnotation",
+            Edit::TemplateLabel => "templateLabel",
+            Edit::ObjectAnnotation => "objectAnnotation",
+            Edit::Image => "image",
+            Edit::Env => "env",
+        }
+    }
+
+    /// `object` edited; `None` where the edit cannot be made (a member of
+    /// the wrong type on the way).
+    fn apply(self, kind: WorkloadKind, object: &Value) -> Option<Value> {
+        let mut o = object.clone();
+        let template = kind.template();
+        let put = |owner: &mut Value, map: &str| -> Option<()> {
+            let meta = owner
+                .as_object_mut()?
+                .entry("metadata")
+                .or_insert(json!({}));
+            if meta.is_null() {
+                *meta = json!({});
+            }
+            let map = meta.as_object_mut()?.entry(map).or_insert(json!({}));
+            if map.is_null() {
+                *map = json!({});
+            }
+            map.as_object_mut()?
+                .insert("example.com/edited".into(), "yes".into());
+            Some(())
+        };
+        match self {
+            Edit::TemplateAnnotation => put(o.pointer_mut(template)?, "annotations")?,
+            Edit::TemplateLabel => put(o.pointer_mut(template)?, "labels")?,
+            Edit::ObjectAnnotation => put(&mut o, "annotations")?,
+            Edit::Image | Edit::Env => {
+                for list in ["containers", "initContainers"] {
+                    let pointer = format!("{template}/spec/{list}");
+                    let Some(list) = o.pointer_mut(&pointer) else {
+                        continue;
+                    };
+                    for c in list.as_array_mut()? {
+                        let c = c.as_object_mut()?;
+                        if self == Edit::Image {
+                            c.insert("image".into(), "registry.example/edited:2".into());
+                        } else {
+                            let env = c.entry("env").or_insert(json!([]));
+                            env.as_array_mut()?
+                                .push(json!({"name": "EDITED", "value": "yes"}));
+                        }
+                    }
+                }
+            }
+        }
+        Some(o)
+    }
+}
+
+/// A shape given to the generated workload, so that each mode's main path
+/// is reached often: an injected proxy to move, or one app to wrap.
+#[derive(Debug, Arbitrary, Clone, Copy)]
+pub enum Shape {
+    AsGenerated,
+    /// Only the first container, with a name and a command.
+    SingleApp,
+    /// A proxy injected by Istio (named as the settings say) at `at` in
+    /// `containers`, the status annotation on the pod template (or the
+    /// CronJob's job template), `istio-init` before it.
+    Injected {
+        at: u8,
+        istio_init: bool,
+        status_on_job_template: bool,
+        /// The proxy's own `restartPolicy`: none, Always, Never, OnFailure.
+        restart_policy: u8,
+        readiness_probe: bool,
+        lifecycle: bool,
+    },
+}
+
+impl Shape {
+    fn apply(self, kind: WorkloadKind, sidecar: &str, object: &mut Value) {
+        let template = kind.template();
+        let Some(Value::Object(spec)) = object.pointer_mut(&format!("{template}/spec")) else {
+            return;
+        };
+        let Some(Value::Array(containers)) = spec.get_mut("containers") else {
+            return;
+        };
+        let app = || json!({"name": "app", "image": "busybox", "command": ["/bin/app", "--x"]});
+        if !matches!(self, Shape::AsGenerated) && containers.is_empty() {
+            containers.push(app());
+        }
+        match self {
+            Shape::AsGenerated => {}
+            Shape::SingleApp => {
+                containers.truncate(1);
+                if let Some(Value::Object(app)) = containers.first_mut() {
+                    app.entry("name").or_insert("app".into());
+                    app.entry("command").or_insert(json!(["/bin/app", "--x"]));
+                }
+            }
+            Shape::Injected {
+                at,
+                istio_init,
+                status_on_job_template,
+                restart_policy,
+                readiness_probe,
+                lifecycle,
+            } => {
+                let mut proxy =
+                    json!({"name": sidecar, "image": "proxyv2", "args": ["proxy", "sidecar"]});
+                if let Some(policy) = [None, Some("Always"), Some("Never"), Some("OnFailure")]
+                    [usize::from(restart_policy % 4)]
+                {
+                    proxy["restartPolicy"] = policy.into();
+                }
+                if readiness_probe {
+                    proxy["readinessProbe"] =
+                        json!({"httpGet": {"path": "/healthz/ready", "port": 15021}});
+                }
+                if lifecycle {
+                    proxy["lifecycle"] = json!({"preStop": {"exec": {"command": ["sleep", "5"]}}});
+                }
+                let at = usize::from(at) % (containers.len() + 1);
+                containers.insert(at, proxy);
+                if istio_init {
+                    let init = spec.entry("initContainers").or_insert(json!([]));
+                    if init.is_null() {
+                        *init = json!([]);
+                    }
+                    if let Value::Array(init) = init {
+                        init.insert(0, json!({"name": "istio-init", "image": "proxyv2"}));
+                    }
+                }
+                let status = json!({
+                    "initContainers": if istio_init { json!(["istio-init"]) } else { Value::Null },
+                    "containers": [sidecar],
+                    "volumes": ["istio-envoy"],
+                    "imagePullSecrets": null,
+                    "revision": "default",
+                })
+                .to_string();
+                let owner = match (kind, status_on_job_template) {
+                    (WorkloadKind::CronJob, true) => "/spec/jobTemplate",
+                    _ => template,
+                };
+                if let Some(Value::Object(owner)) = object.pointer_mut(owner) {
+                    let meta = owner.entry("metadata").or_insert(json!({}));
+                    if meta.is_null() {
+                        *meta = json!({});
+                    }
+                    if let Value::Object(meta) = meta {
+                        let annotations = meta.entry("annotations").or_insert(json!({}));
+                        if annotations.is_null() {
+                            *annotations = json!({});
+                        }
+                        if let Value::Object(annotations) = annotations {
+                            annotations.insert("sidecar.istio.io/status".into(), status.into());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What `mode_change` gets from libFuzzer.
+#[derive(Debug, Arbitrary)]
+pub struct ModeChange {
+    pub kind: WorkloadKind,
+    /// A mode applied before A (`x = C(x0)`), and whether its record is then
+    /// rewritten in the legacy form (a quitEndpoint record only).
+    pub history: Option<(Choice, bool)>,
+    pub first: Choice,
+    pub second: Choice,
+    pub carrier: Carrier,
+    /// The `mode` setting when an annotation says the mode.
+    pub base_mode: Option<u8>,
+    pub sidecar_envoy: Option<bool>,
+    /// `workloadOverride` when the settings say the mode.
+    pub workload_override: Option<bool>,
+    pub other_quit_url: bool,
+    /// A Pod's `restartPolicy` made `Never` (`true`) or `OnFailure`, so that
+    /// more Pods run to completion.
+    pub pod_completes: Option<bool>,
+    pub shape: Shape,
+    pub edit: Option<Edit>,
+    pub order: u8,
+    pub workload: Input,
+}
+
+/// One case of the laws, as stored in `fuzz/regressions/mode_change/`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub kind: WorkloadKind,
+    /// `x0`.
+    pub object: Value,
+    pub history: Option<Choice>,
+    pub legacy: bool,
+    pub first: Choice,
+    pub second: Choice,
+    pub carrier: Carrier,
+    /// The settings of every pass; `mode` (and `workloadOverride`) is set
+    /// by each pass as the carrier needs.
+    pub settings: Map<String, Value>,
+    /// A user's edit between A and B (law 5).
+    pub edit: Option<Edit>,
+    pub order: Order,
+    /// The laws are checked on `x0` even when it is not the typed object
+    /// or its containers are not named as Kubernetes requires.
+    pub untyped: bool,
+}
+
+impl ModeChange {
+    /// The scenario (a generated object that is not JSON is a harness
+    /// bug: it panics).
+    pub fn scenario(&self) -> Scenario {
+        let kind = match self.kind {
+            WorkloadKind::CronJob => Kind::CronJob,
+            WorkloadKind::Job => Kind::Job,
+            WorkloadKind::Pod => Kind::Pod,
+        };
+        let text = self.workload.object_as(kind);
+        let mut object: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("harness bug: the object is not JSON ({e}): {text}"));
+        let sidecar = if self.sidecar_envoy == Some(true) {
+            "envoy"
+        } else {
+            "istio-proxy"
+        };
+        self.shape.apply(self.kind, sidecar, &mut object);
+        if let (WorkloadKind::Pod, Some(never)) = (self.kind, self.pod_completes) {
+            if let Some(Value::Object(spec)) = object.get_mut("spec") {
+                let policy = if never { "Never" } else { "OnFailure" };
+                spec.insert("restartPolicy".into(), policy.into());
+            }
+        }
+        let mut settings = Map::new();
+        if let Some(m) = self.base_mode {
+            settings.insert(
+                "mode".into(),
+                Choice::ALL[usize::from(m) % 3].as_str().into(),
+            );
+        }
+        if let Some(envoy) = self.sidecar_envoy {
+            let name = if envoy { "envoy" } else { "istio-proxy" };
+            settings.insert("sidecarContainerName".into(), name.into());
+        }
+        if let Some(w) = self.workload_override {
+            settings.insert("workloadOverride".into(), w.into());
+        }
+        if self.other_quit_url {
+            settings.insert(
+                "quitUrl".into(),
+                "http://[::1]:15020/quitquitquit?x=1".into(),
+            );
+        }
+        Scenario {
+            kind: self.kind,
+            object,
+            history: self.history.map(|(c, _)| c),
+            legacy: self.history.is_some_and(|(_, legacy)| legacy),
+            first: self.first,
+            second: self.second,
+            carrier: self.carrier,
+            settings,
+            edit: self.edit,
+            order: Order::ALL[usize::from(self.order) % 3],
+            untyped: untyped_from_env(),
+        }
+    }
+}
+
+impl Choice {
+    pub const ALL: [Choice; 4] = [
+        Choice::NativeSidecar,
+        Choice::ExitOnJobCompletion,
+        Choice::QuitEndpoint,
+        Choice::Disabled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Choice::NativeSidecar => "nativeSidecar",
+            Choice::ExitOnJobCompletion => "exitOnJobCompletion",
+            Choice::QuitEndpoint => "quitEndpoint",
+            Choice::Disabled => "disabled",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Choice> {
+        Choice::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+impl WorkloadKind {
+    const ALL: [WorkloadKind; 3] = [WorkloadKind::CronJob, WorkloadKind::Job, WorkloadKind::Pod];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::CronJob => "CronJob",
+            WorkloadKind::Job => "Job",
+            WorkloadKind::Pod => "Pod",
+        }
+    }
+
+    /// The pod template, as a JSON pointer.
+    fn template(self) -> &'static str {
+        match self {
+            WorkloadKind::CronJob => "/spec/jobTemplate/spec/template",
+            WorkloadKind::Job => "/spec/template",
+            WorkloadKind::Pod => "",
+        }
+    }
+
+    /// Every object with a `metadata` the laws compare leniently.
+    fn metadata_owners(self) -> &'static [&'static str] {
+        match self {
+            WorkloadKind::CronJob => &["/spec/jobTemplate/spec/template", "/spec/jobTemplate", ""],
+            WorkloadKind::Job => &["/spec/template", ""],
+            WorkloadKind::Pod => &[""],
+        }
+    }
+}
+
+impl Carrier {
+    const ALL: [Carrier; 3] = [
+        Carrier::Settings,
+        Carrier::TemplateAnnotation,
+        Carrier::ObjectAnnotation,
+    ];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Carrier::Settings => "settings",
+            Carrier::TemplateAnnotation => "templateAnnotation",
+            Carrier::ObjectAnnotation => "objectAnnotation",
+        }
+    }
+}
+
+fn order_str(order: Order) -> &'static str {
+    match order {
+        Order::PolicyServer => "policyServer",
+        Order::ApiServer => "apiServer",
+        Order::ObjectFirst => "objectFirst",
+    }
+}
+
+/// What `Scenario::run` checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checked {
+    /// The laws (2-4), not only the checks of every answer and 1.
+    pub laws: bool,
+    /// The form of the record A(x) left, if it was a mutation that left one:
+    /// `annotation`, `move`, `exit` or `quit`.
+    pub recorded: Option<&'static str>,
+}
+
+/// What one pass came to.
+#[derive(Clone)]
+struct Pass {
+    /// The request's object (the mode annotation written as the carrier says).
+    sent: Value,
+    /// `P(x)`: the mutated object, or the one sent.
+    out: Value,
+    mutated: bool,
+    warnings: Vec<String>,
+    /// The mode annotation could be written where the carrier says.
+    settable: bool,
+    /// The payload, for a reproduction.
+    payload: Vec<u8>,
+}
+
+/// The record annotations of a pod template, if it has any.
+fn has_record(template: Option<&Value>) -> bool {
+    template
+        .and_then(|t| t.pointer("/metadata/annotations"))
+        .and_then(Value::as_object)
+        .is_some_and(|a| a.contains_key(APPLIED) || a.contains_key(QUIT_WRAPPED))
+}
+
+/// `text` (JSON) with the quitEndpoint wrapper script, 2 KiB of shell,
+/// written `<SCRIPT>`.
+pub fn shorten(text: &str) -> String {
+    let script = Value::from(istio_job_sidecar_policy::modes::quit_endpoint::SCRIPT).to_string();
+    text.replace(&script[1..script.len() - 1], "<SCRIPT>")
+}
+
+/// `MODE_CHANGE_UNTYPED=1`.
+fn untyped_from_env() -> bool {
+    static UNTYPED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *UNTYPED.get_or_init(|| std::env::var_os("MODE_CHANGE_UNTYPED").is_some_and(|v| v == "1"))
+}
+
+const NOT_TYPED: &str = "not the typed object";
+const NOT_NAMED: &str = "containers without a name or of the same name";
+
+/// Every container of the pod template has a name, and no two the same
+/// (`containers` and `initContainers` together), as the API server's
+/// validation requires (k8s-openapi reads a missing name as "").
+fn named(template: Option<&Value>) -> bool {
+    let mut names = std::collections::BTreeSet::new();
+    ["/spec/containers", "/spec/initContainers"]
+        .iter()
+        .all(|list| {
+            template
+                .and_then(|t| t.pointer(list))
+                .and_then(Value::as_array)
+                .is_none_or(|list| {
+                    list.iter().all(|c| {
+                        c.get("name")
+                            .and_then(Value::as_str)
+                            .is_some_and(|name| names.insert(name.to_owned()))
+                    })
+                })
+        })
+}
+
+/// The form of a pod template's record (`istio-job-sidecar/applied`).
+fn record_form(template: Option<&Value>) -> Option<&'static str> {
+    use istio_job_sidecar_policy::record::Applied;
+    let text = template?
+        .pointer("/metadata/annotations")?
+        .get(APPLIED)?
+        .as_str()?;
+    Some(match Applied::parse(text).ok()? {
+        Applied::NativeAnnotation => "annotation",
+        Applied::NativeMove(_) => "move",
+        Applied::ExitOnJobCompletion { .. } => "exit",
+        Applied::QuitEndpoint { .. } => "quit",
+    })
+}
+
+fn empty_or_null(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+impl Scenario {
+    fn template<'v>(&self, object: &'v Value) -> Option<&'v Value> {
+        object.pointer(self.kind.template())
+    }
+
+    /// `x0` reads as the typed Kubernetes object of its kind.
+    pub fn well_typed(&self) -> bool {
+        use k8s_openapi::api::{batch::v1 as batch, core::v1 as core};
+        let mut object = self.object.clone();
+        let (api_version, kind) = match self.kind {
+            WorkloadKind::Pod => ("v1", "Pod"),
+            k => ("batch/v1", k.as_str()),
+        };
+        if let Value::Object(members) = &mut object {
+            members.insert("apiVersion".into(), api_version.into());
+            members.insert("kind".into(), kind.into());
+        }
+        match self.kind {
+            WorkloadKind::CronJob => serde_json::from_value::<batch::CronJob>(object).is_ok(),
+            WorkloadKind::Job => serde_json::from_value::<batch::Job>(object).is_ok(),
+            WorkloadKind::Pod => serde_json::from_value::<core::Pod>(object).is_ok(),
+        }
+    }
+
+    /// Why the laws (2-5) do not apply to `x0`; empty when they do.
+    pub fn outside_the_laws(&self) -> Vec<&'static str> {
+        let template = self.template(&self.object);
+        let wrapped = template
+            .and_then(|t| t.pointer("/spec/containers"))
+            .and_then(Value::as_array)
+            .is_some_and(|list| {
+                list.iter()
+                    .any(|c| c.get("command").is_some_and(is_wrapped))
+            });
+        [
+            (!self.well_typed(), NOT_TYPED),
+            (!named(template), NOT_NAMED),
+            (has_record(template), "a record of its own"),
+            (wrapped, "a command already wrapped"),
+        ]
+        .into_iter()
+        .filter_map(|(is, why)| is.then_some(why))
+        .collect()
+    }
+
+    /// `x0` is a workload this version of the policy may have written, as
+    /// the API server sends it (`untyped`: as any).
+    pub fn lawful(&self) -> bool {
+        self.outside_the_laws()
+            .iter()
+            .all(|why| self.untyped && [NOT_TYPED, NOT_NAMED].contains(why))
+    }
+
+    /// The settings of a pass under `choice`, and the mode annotation to
+    /// write (`true`: on the pod template, `false`: on the object).
+    fn pass_settings(&self, choice: Choice) -> (Value, Option<(bool, &'static str)>) {
+        let mut settings = self.settings.clone();
+        let annotation = match (self.carrier, choice) {
+            (Carrier::Settings, Choice::Disabled) => Some(true),
+            (Carrier::Settings, mode) => {
+                settings.insert("mode".into(), mode.as_str().into());
+                None
+            }
+            (Carrier::TemplateAnnotation, _) => Some(true),
+            (Carrier::ObjectAnnotation, _) => Some(false),
+        };
+        if annotation.is_some() {
+            settings.insert("workloadOverride".into(), true.into());
+        }
+        (
+            Value::Object(settings),
+            annotation.map(|on_template| (on_template, choice.as_str())),
+        )
+    }
+
+    /// `object` without any mode annotation, then with `annotation`;
+    /// `false` when it could not be written.
+    fn with_mode(&self, object: &Value, annotation: Option<(bool, &str)>) -> (Value, bool) {
+        let mut o = object.clone();
+        for owner in [self.kind.template(), ""] {
+            if let Some(Value::Object(a)) = o
+                .pointer_mut(owner)
+                .and_then(|v| v.pointer_mut("/metadata/annotations"))
+            {
+                a.remove(MODE_ANNOTATION);
+            }
+        }
+        let Some((on_template, value)) = annotation else {
+            return (o, true);
+        };
+        let owner = if on_template {
+            self.kind.template()
+        } else {
+            ""
+        };
+        let written = (|| {
+            let owner = o.pointer_mut(owner)?.as_object_mut()?;
+            let meta = owner.entry("metadata").or_insert(Value::Null);
+            if meta.is_null() {
+                *meta = json!({});
+            }
+            let annotations = meta
+                .as_object_mut()?
+                .entry("annotations")
+                .or_insert(Value::Null);
+            if annotations.is_null() {
+                *annotations = json!({});
+            }
+            annotations
+                .as_object_mut()?
+                .insert(MODE_ANNOTATION.into(), value.into());
+            Some(())
+        })();
+        (o, written.is_some())
+    }
+
+    fn pass(&self, object: &Value, choice: Choice, update: bool) -> Result<Pass, String> {
+        let (settings, annotation) = self.pass_settings(choice);
+        let (sent, settable) = self.with_mode(object, annotation);
+        let (group, kind) = match self.kind {
+            WorkloadKind::Pod => ("", "Pod"),
+            k => ("batch", k.as_str()),
+        };
+        let mut request = json!({
+            "uid": "mode-change",
+            "kind": {"group": group, "version": "v1", "kind": kind},
+            "operation": if update { "UPDATE" } else { "CREATE" },
+            "object": sent,
+        });
+        if update {
+            request["oldObject"] = object.clone();
+        }
+        let payload = payload(&request, Some(&settings), self.order);
+        let answer = istio_job_sidecar_policy::validate(&payload).expect("validate never errors");
+        let answer = check_answer(&answer).map_err(|e| {
+            shorten(&format!(
+                "{} pass: {e}\npayload: {}",
+                choice.as_str(),
+                String::from_utf8_lossy(&payload)
+            ))
+        })?;
+        let sent = request["object"].take();
+        Ok(Pass {
+            out: answer.mutated.clone().unwrap_or_else(|| sent.clone()),
+            mutated: answer.mutated.is_some(),
+            warnings: answer.warnings,
+            sent,
+            settable,
+            payload,
+        })
+    }
+
+    /// `x`: `x0`, or `C(x0)` with its record in the legacy form if asked.
+    fn start(&self) -> Result<(Value, Option<Pass>), String> {
+        let Some(c) = self.history else {
+            return Ok((self.object.clone(), None));
+        };
+        let history = self.pass(&self.object, c, false)?;
+        let mut x = history.out.clone();
+        if self.legacy {
+            let pointer = format!("{}/metadata/annotations", self.kind.template());
+            if let Some(Value::Object(a)) = x.pointer_mut(&pointer) {
+                let container = a
+                    .get(APPLIED)
+                    .and_then(Value::as_str)
+                    .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                    .filter(|r| r["mode"] == "quitEndpoint")
+                    .and_then(|r| r["container"].as_str().map(str::to_owned));
+                if let Some(container) = container {
+                    a.remove(APPLIED);
+                    a.insert(QUIT_WRAPPED.into(), container.into());
+                }
+            }
+        }
+        Ok((x, Some(history)))
+    }
+
+    /// `v` up to what Kubernetes does not keep apart.
+    fn normalized(&self, v: &Value) -> Value {
+        let mut v = v.clone();
+        for owner in self.kind.metadata_owners() {
+            let Some(Value::Object(owner)) = v.pointer_mut(owner) else {
+                continue;
+            };
+            if let Some(Value::Object(meta)) = owner.get_mut("metadata") {
+                if meta.get("annotations").is_some_and(empty_or_null) {
+                    meta.remove("annotations");
+                }
+            }
+            if owner.get("metadata").is_some_and(empty_or_null) {
+                owner.remove("metadata");
+            }
+        }
+        let spec = format!("{}/spec", self.kind.template());
+        if let Some(Value::Object(spec)) = v.pointer_mut(&spec) {
+            if spec.get("initContainers").is_some_and(empty_or_null) {
+                spec.remove("initContainers");
+            }
+        }
+        v
+    }
+
+    fn same(&self, what: &str, left: &Pass, right: &Pass) -> Result<(), String> {
+        let (l, r) = (self.normalized(&left.out), self.normalized(&right.out));
+        if l == r {
+            return Ok(());
+        }
+        Err(shorten(&format!(
+            "{what} differ (patch from the left to the right):\n{}\nleft payload: {}\nleft warnings: {:?}\nright payload: {}\nright warnings: {:?}",
+            differences(&l, &r),
+            String::from_utf8_lossy(&left.payload),
+            left.warnings,
+            String::from_utf8_lossy(&right.payload),
+            right.warnings,
+        )))
+    }
+
+    /// The checks of the module's documentation; `Err` says which failed.
+    pub fn run(&self) -> Result<Checked, String> {
+        let (a_name, b_name) = (self.first.as_str(), self.second.as_str());
+        let update = self.kind == WorkloadKind::CronJob;
+        let (x, history) = self.start()?;
+        let a = self.pass(&x, self.first, false)?;
+        let again = self.pass(&a.out, self.first, update)?;
+        if again.mutated {
+            return Err(shorten(&format!(
+                "A(A(x)) is a mutation (A = {a_name}):\n{}\npayload: {}",
+                differences(&again.sent, &again.out),
+                String::from_utf8_lossy(&again.payload)
+            )));
+        }
+        let b_a = self.pass(&a.out, self.second, update)?;
+        let b_x = self.pass(&x, self.second, false)?;
+        let d_a = self.pass(&a.out, Choice::Disabled, update)?;
+        let d_x = self.pass(&x, Choice::Disabled, false)?;
+        let settable = [&a, &b_a, &b_x, &d_a, &d_x]
+            .iter()
+            .chain(history.as_ref().iter())
+            .all(|p| p.settable);
+        let checked = Checked {
+            laws: self.lawful() && settable,
+            recorded: if a.mutated {
+                record_form(self.template(&a.out))
+            } else {
+                None
+            },
+        };
+        if !checked.laws {
+            return Ok(checked);
+        }
+        self.same(
+            &format!("B(A(x)) and B(x) (A = {a_name}, B = {b_name})"),
+            &b_a,
+            &b_x,
+        )?;
+        self.same(
+            &format!("disabled(A(x)) and disabled(x) (A = {a_name})"),
+            &d_a,
+            &d_x,
+        )?;
+        if let Some(edit) = self.edit {
+            if let (Some(e_a), Some(e_b_x)) = (
+                edit.apply(self.kind, &a.out),
+                edit.apply(self.kind, &b_x.out),
+            ) {
+                let b_e_a = self.pass(&e_a, self.second, update)?;
+                let e_b_x = Pass {
+                    out: e_b_x,
+                    ..b_x.clone()
+                };
+                self.same(
+                    &format!(
+                        "B(e(A(x))) and e(B(x)) (A = {a_name}, B = {b_name}, e = {})",
+                        edit.as_str()
+                    ),
+                    &b_e_a,
+                    &e_b_x,
+                )?;
+            }
+        }
+        self.after_history(history.is_some(), &d_x, &b_x, checked)
+    }
+
+    /// Laws 3 (disabled(x) is x) and 4.
+    fn after_history(
+        &self,
+        history: bool,
+        d_x: &Pass,
+        b_x: &Pass,
+        checked: Checked,
+    ) -> Result<Checked, String> {
+        let b_name = self.second.as_str();
+        match history {
+            false if d_x.mutated => Err(shorten(&format!(
+                "disabled(x) is a mutation of an x without a record:\n{}",
+                differences(&d_x.sent, &d_x.out)
+            ))),
+            false => Ok(checked),
+            true => {
+                let b_x0 = self.pass(&self.object, self.second, false)?;
+                self.same(
+                    &format!(
+                        "B(C(x0)) and B(x0) (C = {}, legacy {}, B = {b_name})",
+                        self.history.map_or("-", Choice::as_str),
+                        self.legacy
+                    ),
+                    b_x,
+                    &b_x0,
+                )?;
+                Ok(checked)
+            }
+        }
+    }
+
+    /// As stored in `fuzz/regressions/mode_change/`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "kind": self.kind.as_str(),
+            "history": self.history.map(Choice::as_str),
+            "legacy": self.legacy,
+            "first": self.first.as_str(),
+            "second": self.second.as_str(),
+            "carrier": self.carrier.as_str(),
+            "settings": self.settings,
+            "edit": self.edit.map(Edit::as_str),
+            "order": order_str(self.order),
+            "untyped": self.untyped,
+            "object": self.object,
+        })
+    }
+
+    pub fn from_json(v: &Value) -> Result<Scenario, String> {
+        let text = |key: &str| {
+            v[key]
+                .as_str()
+                .ok_or_else(|| format!("{key}: expected a string"))
+        };
+        let choice = |key: &str| {
+            text(key).and_then(|s| Choice::parse(s).ok_or_else(|| format!("{key}: {s:?}")))
+        };
+        Ok(Scenario {
+            kind: WorkloadKind::ALL
+                .into_iter()
+                .find(|k| Ok(k.as_str()) == text("kind"))
+                .ok_or("kind")?,
+            object: v["object"].clone(),
+            history: match &v["history"] {
+                Value::Null => None,
+                _ => Some(choice("history")?),
+            },
+            legacy: v["legacy"].as_bool().unwrap_or(false),
+            first: choice("first")?,
+            second: choice("second")?,
+            carrier: Carrier::ALL
+                .into_iter()
+                .find(|c| Ok(c.as_str()) == text("carrier"))
+                .ok_or("carrier")?,
+            settings: v["settings"].as_object().cloned().unwrap_or_default(),
+            edit: match &v["edit"] {
+                Value::Null => None,
+                _ => Some(
+                    Edit::ALL
+                        .into_iter()
+                        .find(|e| Ok(e.as_str()) == text("edit"))
+                        .ok_or("edit")?,
+                ),
+            },
+            untyped: v["untyped"].as_bool().unwrap_or(false) || untyped_from_env(),
+            order: Order::ALL
+                .into_iter()
+                .find(|o| Ok(order_str(*o)) == text("order"))
+                .ok_or("order")?,
+        })
+    }
+
+    /// Every pass of `run`, as a reader follows it: the settings, what
+    /// changed, the warnings, and how the objects the laws compare differ.
+    pub fn explain(&self) -> String {
+        fn show(out: &mut String, name: &str, pass: Result<Pass, String>) -> Option<Value> {
+            let p = match pass {
+                Err(e) => {
+                    out.push_str(&format!("== {name}: {e}\n"));
+                    return None;
+                }
+                Ok(p) => p,
+            };
+            let settings = serde_json::from_slice::<Value>(&p.payload)
+                .map(|v| v["settings"].clone())
+                .unwrap_or_default();
+            let verdict = if p.mutated { "mutated" } else { "not mutated" };
+            out.push_str(&format!("== {name}: settings {settings}, {verdict}\n"));
+            if p.mutated {
+                out.push_str(&shorten(&differences(&p.sent, &p.out)));
+                out.push('\n');
+            }
+            if !p.warnings.is_empty() {
+                out.push_str(&format!("   warnings: {:?}\n", p.warnings));
+            }
+            Some(p.out)
+        }
+        let mut out = String::new();
+        let update = self.kind == WorkloadKind::CronJob;
+        let x = match self.start() {
+            Ok((x, Some(h))) => {
+                show(&mut out, "C(x0)", Ok(h));
+                x
+            }
+            Ok((x, None)) => x,
+            Err(e) => return format!("{out}{e}"),
+        };
+        let Some(a) = show(&mut out, "A(x)", self.pass(&x, self.first, false)) else {
+            return out;
+        };
+        show(&mut out, "A(A(x))", self.pass(&a, self.first, update));
+        for (choice, b) in [(self.second, "B"), (Choice::Disabled, "disabled")] {
+            let left = show(
+                &mut out,
+                &format!("{b}(A(x))"),
+                self.pass(&a, choice, update),
+            );
+            let right = show(&mut out, &format!("{b}(x)"), self.pass(&x, choice, false));
+            if let (Some(l), Some(r)) = (left, right) {
+                let diff = shorten(&differences(&self.normalized(&l), &self.normalized(&r)));
+                let diff = if diff.is_empty() { "equal" } else { &diff };
+                out.push_str(&format!("== {b}(A(x)) -> {b}(x), normalized: {diff}\n"));
+            }
+        }
+        out
+    }
+}
+
+/// The `mode_change` check: panics with the scenario (as JSON, to store in
+/// `fuzz/regressions/mode_change/`) when a law fails.
+pub fn check_scenario(s: &Scenario) {
+    if let Err(e) = s.run() {
+        panic!(
+            "{e}\nscenario:\n{}",
+            shorten(&serde_json::to_string_pretty(&s.to_json()).unwrap_or_default())
+        );
+    }
+}
