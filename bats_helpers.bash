@@ -101,36 +101,8 @@ check_example() {
 }
 
 # The object the API server would store: the request's object (file $1) with
-# the JSONPatch on stdin applied, as compact JSON with sorted keys. Knows the
-# operations json-patch's diff emits (add, remove, replace) and fails on any
-# other.
+# the JSONPatch on stdin applied (test_data/json_patch.py), as compact JSON
+# with sorted keys.
 patched_object() {
-	python3 -c 'import json, sys
-obj = json.load(open(sys.argv[1]))["object"]
-def walk(doc, path):
-    keys = [k.replace("~1", "/").replace("~0", "~") for k in path.split("/")[1:]]
-    for k in keys[:-1]:
-        doc = doc[int(k)] if isinstance(doc, list) else doc[k]
-    return doc, keys[-1]
-for op in json.load(sys.stdin):
-    parent, key = walk(obj, op["path"])
-    if isinstance(parent, list):
-        index = len(parent) if key == "-" else int(key)
-        if op["op"] == "add":
-            parent.insert(index, op["value"])
-        elif op["op"] == "remove":
-            del parent[index]
-        elif op["op"] == "replace":
-            parent[index] = op["value"]
-        else:
-            sys.exit("unexpected patch operation %s" % op["op"])
-    elif op["op"] in ("add", "replace"):
-        if op["op"] == "replace" and key not in parent:
-            sys.exit("replace of a missing member %s" % op["path"])
-        parent[key] = op["value"]
-    elif op["op"] == "remove":
-        del parent[key]
-    else:
-        sys.exit("unexpected patch operation %s" % op["op"])
-print(json.dumps(obj, ensure_ascii=False))' "$1" | jq -cS .
+	python3 "$BATS_TEST_DIRNAME/test_data/json_patch.py" "$1" | jq -cS .
 }

@@ -477,34 +477,8 @@ def case(name):
 def template(obj):
     return obj["spec"]["jobTemplate"]["spec"]["template"]
 
-def apply_patch(obj, patch):
-    # the operations json-patch diff emits (add, remove, replace)
-    obj = copy.deepcopy(obj)
-    for op in patch:
-        keys = [k.replace("~1", "/").replace("~0", "~") for k in op["path"].split("/")[1:]]
-        parent = obj
-        for k in keys[:-1]:
-            parent = parent[int(k)] if isinstance(parent, list) else parent[k]
-        key = keys[-1]
-        if isinstance(parent, list):
-            index = len(parent) if key == "-" else int(key)
-            if op["op"] == "add":
-                parent.insert(index, op["value"])
-            elif op["op"] == "remove":
-                del parent[index]
-            elif op["op"] == "replace":
-                parent[index] = op["value"]
-            else:
-                sys.exit("unexpected patch operation %s" % op["op"])
-        elif op["op"] in ("add", "replace"):
-            if op["op"] == "replace" and key not in parent:
-                sys.exit("replace of a missing member %s" % op["path"])
-            parent[key] = op["value"]
-        elif op["op"] == "remove":
-            del parent[key]
-        else:
-            sys.exit("unexpected patch operation %s" % op["op"])
-    return obj
+sys.path.insert(0, "test_data")
+from json_patch import apply as apply_patch
 
 def admitted(request_path, name):
     """What kwctl answered to a request: the stored object, the warnings,
