@@ -2,23 +2,54 @@
 //! mode -> response. Every failure on the way is an accept, unchanged, with a
 //! warning that says why: a mutating helper must never deny a pod.
 
-use crate::decide::{self, decide, Facts, Plan};
+use crate::decide::{self, decide, Facts, Plan, Skip};
 use crate::json::{Node, ShapeError};
 use crate::modes::{self, RecordEdit, Target, Undone};
 use crate::record::Record;
 use crate::request::Request;
 use crate::response;
 use crate::settings::{Mode, Settings};
-use crate::view::{Kind, ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
+use crate::view::{Kind, ANNOTATION_APPLIED, ANNOTATION_MODE, ANNOTATION_QUIT_WRAPPED};
 use crate::warning;
 use crate::workload::{self, annotations_mut, remove_annotations, template_mut, Workload};
 
 /// The `validate` answer for a raw payload (JSON `ValidationResponse` bytes).
 pub fn evaluate(payload: &[u8]) -> Vec<u8> {
-    match answer(payload) {
+    explain(payload).response
+}
+
+/// The `validate` answer, and what the policy decided on the way: for
+/// tools that report what the policy does (the operator's scan), so that
+/// they never decide anything themselves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explained {
+    pub verdict: Verdict,
+    /// JSON `ValidationResponse` bytes, as `validate` returns them.
+    pub response: Vec<u8>,
+}
+
+/// What the policy made of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not a kind this policy handles, or no object.
+    NotHandled,
+    /// The payload, its settings or its object could not be read; the
+    /// warning says why.
+    NotUnderstood,
+    /// A decision row that applies no mode (an earlier edit of the policy
+    /// may still have been taken back).
+    Skip(Skip),
+    /// This mode is wanted (the object may already be as it needs to be).
+    Apply(Mode),
+}
+
+pub fn explain(payload: &[u8]) -> Explained {
+    let (answer, verdict) = answer(payload);
+    let response = match answer {
         Answer::Accept(warnings) => response::accept(&warnings),
         Answer::Mutate(object, warnings) => response::mutate(&object, &warnings, payload.len()),
-    }
+    };
+    Explained { verdict, response }
 }
 
 /// The decision, before it is written out.
@@ -28,11 +59,12 @@ pub enum Answer<'a> {
     Mutate(Node<'a>, Vec<String>),
 }
 
-pub fn answer(payload: &[u8]) -> Answer<'_> {
+pub fn answer(payload: &[u8]) -> (Answer<'_>, Verdict) {
+    let not_understood = |why: String| (Answer::Accept(vec![why]), Verdict::NotUnderstood);
     // One reader type (str) for every parse keeps one copy of serde_json's
     // parser in the module; UTF-8 is checked once, here.
     let Ok(text) = std::str::from_utf8(payload) else {
-        return Answer::Accept(vec!["request not understood: it is not UTF-8".into()]);
+        return not_understood("request not understood: it is not UTF-8".into());
     };
     // When kind and operation come before the object (the API server's
     // order), the object of a request they already decide is never built.
@@ -43,19 +75,27 @@ pub fn answer(payload: &[u8]) -> Answer<'_> {
         Ok(r) => r,
         Err(e) => {
             let why = without_position(&e);
-            return Answer::Accept(vec![format!("request not understood: {why}")]);
+            return not_understood(format!("request not understood: {why}"));
         }
     };
-    let (Some(kind), Some(mut object)) = (request.kind, request.object) else {
-        return Answer::Accept(Vec::new());
+    let operation = request.operation.as_deref().unwrap_or_default();
+    let (kind, mut object) = match (request.kind, request.object) {
+        (Some(kind), Some(object)) => (kind, object),
+        // The object of a request decided by its kind and operation alone
+        // was not read.
+        (Some(kind), None) => {
+            let verdict = decide::by_operation(kind, operation)
+                .map_or(Verdict::NotHandled, Verdict::Skip);
+            return (Answer::Accept(Vec::new()), verdict);
+        }
+        (None, _) => return (Answer::Accept(Vec::new()), Verdict::NotHandled),
     };
     let unexpected = |why: &str| {
-        Answer::Accept(vec![format!(
+        not_understood(format!(
             "{} left unchanged, unexpected shape: {why}",
             kind.as_str()
-        )])
+        ))
     };
-    let operation = request.operation.as_deref().unwrap_or_default();
     // Most Pods of a cluster run forever: answered before the rest is read.
     let restart_policy = match kind {
         Kind::Pod => match workload::restart_policy(&mut object) {
@@ -64,12 +104,12 @@ pub fn answer(payload: &[u8]) -> Answer<'_> {
         },
         _ => None,
     };
-    if decide::by_request(kind, operation, restart_policy.as_deref()).is_some() {
-        return Answer::Accept(Vec::new());
+    if let Some(skip) = decide::by_request(kind, operation, restart_policy.as_deref()) {
+        return (Answer::Accept(Vec::new()), Verdict::Skip(skip));
     }
     let settings = match read_settings(request.settings) {
         Ok(s) => s,
-        Err(why) => return Answer::Accept(vec![format!("invalid settings, nothing done: {why}")]),
+        Err(why) => return not_understood(format!("invalid settings, nothing done: {why}")),
     };
     let workload = match Workload::read(kind, &mut object) {
         Ok(Some(w)) => w,
@@ -81,27 +121,61 @@ pub fn answer(payload: &[u8]) -> Answer<'_> {
         operation,
         restart_policy: workload.spec.restart_policy.as_deref(),
         mode_annotation: workload.mode_annotation(),
-        injection_disabled: workload.injection_disabled(),
+        injection_off: workload.injection_off(),
         injected: workload.injection_status().is_some(),
     };
     let (plan, mut warnings) = decide(&facts, &settings);
-    let wanted = match plan {
-        Plan::Apply(mode) => Some(mode),
-        // Nothing to apply: only an earlier edit may have to be taken back.
-        Plan::Skip(_) if !workload.has_record() => return Answer::Accept(warnings),
-        Plan::Skip(_) => None,
+    let (wanted, verdict) = match plan {
+        Plan::Apply(mode) => (Some(mode), Verdict::Apply(mode)),
+        Plan::Skip(skip) => (None, Verdict::Skip(skip)),
     };
-    match undo_then_apply(kind, workload, &mut object, &settings, wanted) {
-        Ok((changed, more)) => {
+    // The mode the workload asked for on its own metadata goes down to the
+    // pod template, the only metadata every Job and Pod made from it
+    // carries; a pod Istio will not inject needs none.
+    let mode_copy = match plan {
+        Plan::Skip(Skip::InjectionOff) => None,
+        _ if !settings.workload_override => None,
+        _ => workload
+            .mode_copy()
+            .map(|copy| (copy.value.to_owned(), copy.template, copy.job_template)),
+    };
+    if wanted.is_none() && mode_copy.is_none() && !workload.has_record() {
+        return (Answer::Accept(warnings), verdict);
+    }
+    let edited = undo_then_apply(kind, workload, &mut object, &settings, wanted).and_then(
+        |(changed, more)| {
             warnings.extend(more);
-            if changed {
-                Answer::Mutate(object, warnings)
-            } else {
-                Answer::Accept(warnings)
+            match mode_copy {
+                Some(copy) => copy_mode(kind, &mut object, copy).map(|()| true),
+                None => Ok(changed),
             }
-        }
+        },
+    );
+    match edited {
+        Ok(true) => (Answer::Mutate(object, warnings), verdict),
+        Ok(false) => (Answer::Accept(warnings), verdict),
         Err(e) => unexpected(&e.to_string()),
     }
+}
+
+/// Write the workload's mode annotation `value` on the pod template and,
+/// when it holds another value, on a CronJob's jobTemplate metadata.
+fn copy_mode(
+    kind: Kind,
+    object: &mut Node,
+    (value, template, job_template): (String, bool, bool),
+) -> Result<(), ShapeError> {
+    if job_template {
+        let owner = object
+            .path_mut(&["spec", "jobTemplate"])?
+            .ok_or_else(|| ShapeError("CronJob has no jobTemplate".into()))?;
+        annotations_mut(owner)?.set(ANNOTATION_MODE, Node::from_string(value.as_str()))?;
+    }
+    if template {
+        annotations_mut(template_mut(kind, object)?)?
+            .set(ANNOTATION_MODE, Node::from_string(value))?;
+    }
+    Ok(())
 }
 
 /// The recorded mode's edit is taken back when another mode, or none, is
@@ -244,7 +318,7 @@ thread_local! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn mutated_annotations(settings: serde_json::Value) -> serde_json::Value {
         let payload = json!({
@@ -394,24 +468,29 @@ mod tests {
         r#"{"mode":"quitEndpoint","container":"app","argv":["rm"]}"#,
         "istio-job-sidecar/applied unreadable (it has an unknown member \"argv\"): nothing undone, left as it is"
     )]
-    #[case::other_container(
-        r#"{"mode":"quitEndpoint","container":"db"}"#,
+    #[case::several_of_its_name(
+        QUIT_RECORD,
         "istio-job-sidecar/applied: quitEndpoint edit kept: container not in the pod once"
     )]
-    #[case::command_replaced_by_hand(
+    #[case::a_wrapper_of_nothing(
         QUIT_RECORD,
-        "istio-job-sidecar/applied: quitEndpoint edit kept: command is not the policy's wrapper"
+        "istio-job-sidecar/applied: quitEndpoint edit kept: the wrapper holds no command"
     )]
     fn an_untrusted_record_is_left_alone(#[case] record: &str, #[case] warning: &str) {
-        let command = if record.starts_with('{') && record != QUIT_RECORD {
-            wrapped(&["run"])
-        } else {
-            json!(["/bin/sh", "-c", "run"])
+        let command = match record {
+            QUIT_RECORD => wrapped(&[]),
+            _ => wrapped(&["run"]),
         };
-        let object = cronjob(
+        let mut object = cronjob(
             json!({"istio-job-sidecar/applied": record}),
             command.clone(),
         );
+        if warning.ends_with("not in the pod once") {
+            let containers = &mut object["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+                ["containers"];
+            let twin = containers[0].clone();
+            containers.as_array_mut().unwrap().push(twin);
+        }
         let (out, warnings) = update(&object, "nativeSidecar");
         assert_eq!(warnings, vec![warning.to_owned()]);
         assert!(crate::warning::fits(warning));
@@ -425,6 +504,31 @@ mod tests {
             update(&out, "nativeSidecar"),
             (out, vec![warning.to_owned()])
         );
+    }
+
+    /// A record whose edit is no longer on the object (the container is
+    /// gone, or its command was written back by an applier that owns it)
+    /// undoes nothing and goes, without a warning; the wanted mode is
+    /// applied and recorded as on a workload never edited.
+    #[rstest::rstest]
+    #[case::container_gone(r#"{"mode":"quitEndpoint","container":"db"}"#, json!(["run", "it"]))]
+    #[case::command_written_back(QUIT_RECORD, json!(["run", "it"]))]
+    #[case::no_command_any_more(QUIT_RECORD, Value::Null)]
+    fn a_record_whose_edit_is_gone_goes(#[case] record: &str, #[case] command: Value) {
+        let mut original = cronjob(json!({}), command.clone());
+        let t = &mut original["spec"]["jobTemplate"]["spec"]["template"];
+        t.as_object_mut().unwrap().remove("metadata");
+        if command.is_null() {
+            let app = &mut original["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+                ["containers"][0];
+            app.as_object_mut().unwrap().remove("command");
+        }
+        let mut stale = original.clone();
+        stale["spec"]["jobTemplate"]["spec"]["template"]["metadata"] =
+            json!({"annotations": {"istio-job-sidecar/applied": record}});
+        for mode in ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"] {
+            assert_eq!(update(&stale, mode), update(&original, mode), "{mode}");
+        }
     }
 
     #[test]
@@ -538,9 +642,10 @@ mod tests {
         assert!(warnings.is_empty(), "{warnings:?}");
         let mut expected = original.clone();
         expected["metadata"]["annotations"] = json!({"istio-job-sidecar/mode": "disabled"});
-        // The emptied annotations go, then the emptied template metadata.
+        // The record goes; the CronJob's own mode goes down to the template
+        // its Jobs are made from.
         let t = &mut expected["spec"]["jobTemplate"]["spec"]["template"];
-        t.as_object_mut().unwrap().remove("metadata");
+        t["metadata"] = json!({"annotations": {"istio-job-sidecar/mode": "disabled"}});
         assert_eq!(out, expected);
     }
 
@@ -563,10 +668,11 @@ mod tests {
     }
 
     /// Found by tests/properties.rs: a template the policy annotated for
-    /// native injection, kube-injected since, is moved, and the policy's
-    /// annotation goes with its record, so a later mode leaves nothing of it.
+    /// native injection, kube-injected since, is moved; the policy's
+    /// annotation stays, recorded by the move, so a later mode leaves
+    /// nothing of it.
     #[test]
-    fn an_annotated_template_injected_since_loses_the_policys_annotation() {
+    fn an_annotated_template_injected_since_keeps_the_policys_annotation_on_record() {
         let native_record =
             r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}"#;
         let mut x = kube_injected_cronjob();
@@ -579,11 +685,11 @@ mod tests {
         let (moved, warnings) = update(&x, "nativeSidecar");
         assert!(warnings.is_empty(), "{warnings:?}");
         let annotations = &template(&moved)["metadata"]["annotations"];
-        assert_eq!(annotations["sidecar.istio.io/nativeSidecar"], json!(null));
+        assert_eq!(annotations["sidecar.istio.io/nativeSidecar"], "true");
         assert!(annotations["istio-job-sidecar/applied"]
             .as_str()
             .unwrap()
-            .contains(r#""moved":"istio-proxy""#));
+            .starts_with(r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar","moved":"istio-proxy""#));
         for mode in ["quitEndpoint", "exitOnJobCompletion"] {
             assert_eq!(update(&moved, mode).0, update(&x, mode).0, "{mode}");
         }

@@ -93,12 +93,16 @@ impl<'a> Annotations<'a> {
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Labels<'a> {
+    /// `sidecar.istio.io/inject`; `Some("")` when present and empty, which
+    /// Istio reads differently from absent.
     pub inject: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct PodSpec<'a> {
     pub restart_policy: Option<Cow<'a, str>>,
+    /// `hostNetwork: true`: Istio never injects such a pod.
+    pub host_network: bool,
     pub containers: Option<Vec<Container<'a>>>,
     pub init_containers: Option<Vec<Container<'a>>>,
 }

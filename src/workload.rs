@@ -2,8 +2,10 @@
 //!
 //! Job: `spec.template`; CronJob: `spec.jobTemplate.spec.template`; Pod: the
 //! Pod itself. For a CronJob, `istioctl kube-inject` writes the injection
-//! status on `spec.jobTemplate.metadata`, not on the pod template (facts.md),
-//! so that metadata is read too.
+//! status on `spec.jobTemplate.metadata`, not on the pod template, and the
+//! CronJob controller copies that metadata onto each Job's own metadata
+//! (docs/facts.md, "The journey of a workload"): so the status is read there
+//! too, on the CronJob and on the Job.
 
 use crate::json::{Node, Shape, ShapeError};
 use crate::record::Record;
@@ -11,8 +13,9 @@ use crate::view::{Annotations, Container, Kind, Labels, Meta, PodSpec, INJECT};
 use std::borrow::Cow;
 
 /// What decisions and modes read of a handled object.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workload<'a> {
+    pub kind: Kind,
     /// The object's own metadata (Job, CronJob; for a Pod, the Pod's).
     pub object_meta: Meta<'a>,
     /// `spec.jobTemplate.metadata` of a CronJob; empty otherwise.
@@ -26,7 +29,21 @@ pub struct Workload<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusAt {
     Template,
+    /// A CronJob's `spec.jobTemplate.metadata`.
     JobTemplate,
+    /// A Job's own `metadata` (a Job made from a kube-injected CronJob).
+    Object,
+}
+
+/// Where the per-workload mode annotation must be written so that every
+/// hop below reads the value the workload asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModeCopy<'w> {
+    pub value: &'w str,
+    /// The pod template's own value differs (or is absent).
+    pub template: bool,
+    /// A CronJob's `spec.jobTemplate.metadata` has another value.
+    pub job_template: bool,
 }
 
 const META: Shape = Shape::Object(&[
@@ -103,8 +120,11 @@ impl<'a> Workload<'a> {
     pub fn read(kind: Kind, object: &mut Node<'a>) -> Result<Option<Workload<'a>>, String> {
         let root = Path::Root;
         let mut workload = Workload {
+            kind,
             object_meta: read_meta(object, &root)?,
-            ..Workload::default()
+            job_template_meta: Meta::default(),
+            template_meta: Meta::default(),
+            spec: PodSpec::default(),
         };
         if kind == Kind::Pod {
             workload.template_meta = workload.object_meta.clone();
@@ -157,37 +177,80 @@ impl<'a> Workload<'a> {
             .is_some_and(|a| a.applied.is_some() || a.quit_wrapped.is_some())
     }
 
-    /// The per-workload mode annotation: on the template, else on the object.
+    /// The per-workload mode annotation, as the workload asked for it: on
+    /// the object itself (what `kubectl annotate` writes), else, for a
+    /// CronJob, on `spec.jobTemplate.metadata` (each Job's own metadata),
+    /// else on the pod template. The object's own metadata never reaches
+    /// the next hop (the controllers copy only the template's), so the
+    /// value is also copied down: `mode_copy`.
     pub fn mode_annotation(&self) -> Option<&str> {
-        fn mode<'m>(m: &'m Meta) -> Option<&'m str> {
-            m.annotations.as_ref().and_then(|a| a.mode.as_deref())
-        }
-        mode(&self.template_meta).or_else(|| mode(&self.object_meta))
+        let owners = match self.kind {
+            Kind::Pod => [None, None],
+            Kind::Job => [Some(&self.object_meta), None],
+            Kind::CronJob => [Some(&self.object_meta), Some(&self.job_template_meta)],
+        };
+        owners
+            .into_iter()
+            .flatten()
+            .chain([&self.template_meta])
+            .find_map(mode_of)
     }
 
-    /// Where Istio recorded an injection, if it did.
+    /// Where the mode annotation must be written so that the Jobs and Pods
+    /// made from this object read what it asked for; `None` when they do.
+    pub fn mode_copy(&self) -> Option<ModeCopy<'_>> {
+        let value = self.mode_annotation()?;
+        let copy = ModeCopy {
+            value,
+            template: mode_of(&self.template_meta) != Some(value),
+            job_template: mode_of(&self.job_template_meta).is_some_and(|v| v != value),
+        };
+        (copy.template || copy.job_template).then_some(copy)
+    }
+
+    /// Where Istio recorded an injection, if it did: on the pod template,
+    /// else where `istioctl kube-inject` wrote it for a CronJob and where
+    /// the CronJob controller then copies it (the Job's own metadata).
     pub fn injection_status(&self) -> Option<(StatusAt, &str)> {
         fn status<'m>(m: &'m Meta) -> Option<&'m str> {
             m.annotations.as_ref().and_then(|a| a.status.as_deref())
         }
+        let owner = match self.kind {
+            Kind::CronJob => Some((StatusAt::JobTemplate, &self.job_template_meta)),
+            Kind::Job => Some((StatusAt::Object, &self.object_meta)),
+            Kind::Pod => None,
+        };
         status(&self.template_meta)
             .map(|s| (StatusAt::Template, s))
-            .or_else(|| status(&self.job_template_meta).map(|s| (StatusAt::JobTemplate, s)))
+            .or_else(|| owner.and_then(|(at, m)| status(m).map(|s| (at, s))))
     }
 
     /// `status.sidecar.istio.io/port` when it is a port number: on the
-    /// template, else (kube-injected CronJob) on the jobTemplate.
+    /// template, else where the injection status of a kube-injected
+    /// CronJob is (its jobTemplate, or its Job's own metadata).
     pub fn status_port(&self) -> Option<u16> {
-        [&self.template_meta, &self.job_template_meta]
+        let owner = match self.kind {
+            Kind::CronJob => &self.job_template_meta,
+            Kind::Job => &self.object_meta,
+            Kind::Pod => &self.template_meta,
+        };
+        [&self.template_meta, owner]
             .into_iter()
             .find_map(|m| m.annotations.as_ref()?.status_port.as_deref())
             .and_then(|port| port.parse().ok())
     }
 
-    /// Injection switched off for this pod, the way Istio's injector reads it:
-    /// the label first, then the legacy annotation; any non-empty value other
-    /// than y/yes/true/on means "do not inject".
-    pub fn injection_disabled(&self) -> bool {
+    /// Istio's injector will not inject this pod, read as Istio reads it
+    /// (`pkg/kube/inject/inject.go`, `injectRequired`): never a pod on the
+    /// host's network; else the label `sidecar.istio.io/inject` when
+    /// present, even empty, the legacy annotation only without the label,
+    /// and of their values only the exact `"false"` says no (`"true"` says
+    /// yes, anything else, `""` included, leaves it to the namespace,
+    /// which the webhook that called the policy already selected).
+    pub fn injection_off(&self) -> bool {
+        if self.spec.host_network {
+            return true;
+        }
         let label = self
             .template_meta
             .labels
@@ -196,10 +259,7 @@ impl<'a> Workload<'a> {
         let annotation = self
             .template_annotations()
             .and_then(|a| a.inject.as_deref());
-        match label.filter(|v| !v.is_empty()).or(annotation) {
-            None | Some("") => false,
-            Some(v) => !matches!(v.to_ascii_lowercase().as_str(), "y" | "yes" | "true" | "on"),
-        }
+        label.or(annotation) == Some("false")
     }
 
     pub fn containers(&self) -> &[Container<'a>] {
@@ -318,6 +378,11 @@ fn member_string<'a>(
     }
 }
 
+/// `istio-job-sidecar/mode` of a metadata.
+fn mode_of<'m>(m: &'m Meta) -> Option<&'m str> {
+    m.annotations.as_ref().and_then(|a| a.mode.as_deref())
+}
+
 /// The annotations and labels decisions read, of `owner.metadata`.
 fn read_meta<'a>(owner: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
     let mut meta = Meta::default();
@@ -354,8 +419,15 @@ fn read_spec<'a>(owner: &mut Node<'a>, at: &Path) -> Result<PodSpec<'a>, String>
         return Ok(PodSpec::default());
     };
     let at = at.key("spec");
+    let host_network = match member(spec, &at, "hostNetwork")? {
+        Some(value) => value
+            .read_bool()
+            .map_err(|e| at.key("hostNetwork").error(e))?,
+        None => None,
+    };
     Ok(PodSpec {
         restart_policy: member_string(spec, &at, "restartPolicy")?,
+        host_network: host_network.unwrap_or(false),
         containers: read_containers(spec, &at, "containers")?,
         init_containers: read_containers(spec, &at, "initContainers")?,
     })

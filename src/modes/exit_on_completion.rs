@@ -3,7 +3,7 @@
 //! the user's form (YAML block, YAML flow or JSON).
 //!
 //! Upstream Istio's ProxyConfig has no such field and its lenient parser
-//! drops it (facts.md): this mode only acts on Istio builds that implement
+//! drops it (docs/facts.md): this mode only acts on Istio builds that implement
 //! it, and breaks nothing elsewhere. The README says so.
 
 use super::{Outcome, Target, Undone};
@@ -95,7 +95,8 @@ pub fn undo(inserted: &str, created: bool, t: &mut Target) -> Result<Undone, Sha
 const MAX_TRIES: usize = 2;
 
 /// `text` without the `inserted` text, when that leaves the same mapping
-/// minus `exitOnJobCompletion: true`; `Ok(None)` when the key is gone.
+/// minus `exitOnJobCompletion: true`; `Ok(None)` when the key is gone or
+/// holds a value of the user's.
 fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
     // The config as the merge left it: the text without the inserted part
     // merges back into exactly this text, which proves it without a YAML
@@ -109,9 +110,10 @@ fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
     }
     let now = read_mapping(text).map_err(|_| "no longer a mapping".to_owned())?;
     match now.get(KEY) {
-        None => return Ok(None),
         Some(Value::Bool(true)) => {}
-        Some(_) => return Err(format!("has another {KEY}")),
+        // Gone, or another value the user wrote in its place: nothing of
+        // the policy's is left.
+        _ => return Ok(None),
     }
     // The last place first: every merge inserts at the end of the mapping.
     let mut end = text.len();
@@ -682,7 +684,7 @@ mod tests {
     #[case::user_set_it_false(
         "a: 1\nexitOnJobCompletion: false",
         "\nexitOnJobCompletion: true",
-        Err("has another exitOnJobCompletion")
+        Ok(None)
     )]
     #[case::rewritten_as_json(
         "{\"a\": 1, \"exitOnJobCompletion\": true}",

@@ -2,12 +2,16 @@
 //! restartable init container), which the kubelet stops once the app
 //! containers have exited.
 //!
-//! - Not injected yet: ask Istio (>= 1.24) for it with the per-pod annotation
-//!   `sidecar.istio.io/nativeSidecar: "true"`, unless the user wrote one.
+//! - The pod template asks Istio (>= 1.24) for it with the per-pod
+//!   annotation `sidecar.istio.io/nativeSidecar: "true"`, unless the user
+//!   wrote one: a user's `"false"` stands, and then nothing is changed.
 //! - Already injected in `containers` (`sidecar.istio.io/status` present):
-//!   move the container into `initContainers` after Istio's own init
-//!   container, with `restartPolicy: Always`, and update the status as Istio
-//!   writes it for a native sidecar.
+//!   the container moves into `initContainers` after Istio's own init
+//!   container, with `restartPolicy: Always`, and the status is updated as
+//!   Istio writes it for a native sidecar. The annotation is written too:
+//!   Istio's injector re-injects a pod that carries a status (it strips
+//!   the listed containers and renders them again), natively only when the
+//!   pod asks for it or the mesh flag is on.
 
 use super::{Outcome, Target, Undone};
 use crate::json::{Node, ShapeError};
@@ -21,46 +25,75 @@ use serde_json::{json, Value};
 const ISTIO_INIT_CONTAINERS: [&str; 2] = ["istio-init", "istio-validation"];
 
 pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
+    // A user's "false" asks Istio for a classic proxy: their word stands.
+    if native_annotation(t) == Some("false") {
+        return Ok(Outcome::unchanged());
+    }
     match t.workload.injection_status() {
         None => request_native_injection(t),
         Some((at, status)) => move_injected_sidecar(t, at, status),
     }
 }
 
-fn request_native_injection(t: &mut Target) -> Result<Outcome, ShapeError> {
-    let user_said = t
-        .workload
+/// `sidecar.istio.io/nativeSidecar` of the pod template.
+fn native_annotation<'t>(t: &'t Target) -> Option<&'t str> {
+    t.workload
         .template_annotations()
-        .and_then(|a| a.native_sidecar.as_ref())
-        .is_some();
-    if user_said {
+        .and_then(|a| a.native_sidecar.as_deref())
+}
+
+/// The annotation says "true" because this mode wrote it, as its record says.
+fn annotation_is_ours(t: &Target) -> bool {
+    let recorded = match t.record {
+        Some(Applied::NativeAnnotation) => true,
+        Some(Applied::NativeMove(m)) => m.annotation,
+        _ => false,
+    };
+    recorded && native_annotation(t) == Some("true")
+}
+
+fn request_native_injection(t: &mut Target) -> Result<Outcome, ShapeError> {
+    if native_annotation(t).is_some() {
         return Ok(Outcome::unchanged());
     }
     let template = template_mut(t.kind, t.object)?;
     annotations_mut(template)?.set(ANNOTATION_NATIVE_SIDECAR, Node::from_string("true"))?;
-    Ok(Outcome::applied(Applied::NativeAnnotation))
+    // A proxy this mode moved stays recorded as moved, so that a later mode
+    // can move it back.
+    let applied = match t.record {
+        Some(Applied::NativeMove(m)) => Applied::NativeMove(Move {
+            annotation: true,
+            ..m.clone()
+        }),
+        _ => Applied::NativeAnnotation,
+    };
+    Ok(Outcome::applied(applied))
 }
 
 /// Take off the `sidecar.istio.io/nativeSidecar: "true"` the policy added;
 /// a value the user changed since is theirs and stays.
 pub fn undo_annotation(t: &mut Target) -> Result<Undone, ShapeError> {
-    let ours = t
-        .workload
-        .template_annotations()
-        .and_then(|a| a.native_sidecar.as_deref())
-        == Some("true");
-    let changed = ours
-        && remove_annotations(
-            template_mut(t.kind, t.object)?,
-            &[ANNOTATION_NATIVE_SIDECAR],
-        )?;
+    let changed = remove_our_annotation(t)?;
     Ok(Undone::Done { changed })
 }
 
+fn remove_our_annotation(t: &mut Target) -> Result<bool, ShapeError> {
+    if native_annotation(t) != Some("true") {
+        return Ok(false);
+    }
+    remove_annotations(
+        template_mut(t.kind, t.object)?,
+        &[ANNOTATION_NATIVE_SIDECAR],
+    )
+}
+
 /// Move the proxy back where it was in `containers`, without the members
-/// the move added, and give the status annotation back its text. Refused
-/// when the proxy or the status is not as the move left them: the proxy
-/// was then re-injected or edited, and moving it would guess.
+/// the move added, give the status annotation back its text and take the
+/// annotation off if the move wrote it. Nothing is left to undo when the
+/// proxy is no longer in `initContainers` and the status is not the one
+/// the move wrote (an applier that owns the containers wrote them back).
+/// Refused when the proxy or the status is not as the move left them: the
+/// proxy was then re-injected or edited, and moving it would guess.
 pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
     let name = moved.container.as_str();
     let refused = |why: &str| Ok(Undone::Refused(why.into()));
@@ -68,8 +101,18 @@ pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
     let named: Vec<usize> = (0..init.len())
         .filter(|&i| init[i].name.as_deref() == Some(name))
         .collect();
-    let [index] = named[..] else {
-        return refused("proxy not in initContainers once");
+    let written = moved
+        .status
+        .as_deref()
+        .and_then(|before| native_status(before, name).ok().flatten());
+    let status_now = t.workload.injection_status().map(|(_, now)| now);
+    let index = match named[..] {
+        [index] => index,
+        [] if written.is_none() || status_now != written.as_deref() => {
+            let changed = moved.annotation && remove_our_annotation(t)?;
+            return Ok(Undone::Done { changed });
+        }
+        _ => return refused("proxy not in initContainers once"),
     };
     if init[index].restart_policy.as_deref() != Some("Always") {
         return refused("proxy no longer a native sidecar");
@@ -83,12 +126,13 @@ pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
     }
     let status = match (&moved.status, t.workload.injection_status()) {
         (None, _) => None,
-        (Some(before), Some((at, now))) => match native_status(before, name) {
-            Ok(Some(written)) if written == now => Some((at, before)),
-            _ => return refused("sidecar.istio.io/status changed since"),
-        },
+        (Some(before), Some((at, now))) if written.as_deref() == Some(now) => Some((at, before)),
+        (Some(_), Some(_)) => return refused("sidecar.istio.io/status changed since"),
         (Some(_), None) => return refused("sidecar.istio.io/status gone since"),
     };
+    if moved.annotation {
+        remove_our_annotation(t)?;
+    }
 
     let (spec, mut proxy) = take_item(t, "initContainers", index)?;
     if spec.array_entry("initContainers")?.items_mut()?.is_empty() {
@@ -138,6 +182,7 @@ fn status_owner<'n, 'a>(
             .object
             .path_mut(&["spec", "jobTemplate"])?
             .ok_or_else(|| ShapeError("CronJob has no jobTemplate".into())),
+        StatusAt::Object => Ok(&mut *t.object),
     }
 }
 
@@ -152,7 +197,10 @@ fn move_injected_sidecar(
     let Some(index) = containers.iter().position(is_sidecar) else {
         return Ok(
             match t.workload.init_containers().iter().find(|c| is_sidecar(c)) {
-                Some(c) if c.restart_policy.as_deref() == Some("Always") => Outcome::unchanged(),
+                // Injected natively: only a re-injection must stay native.
+                Some(c) if c.restart_policy.as_deref() == Some("Always") => {
+                    return request_native_injection(t)
+                }
                 Some(_) => Outcome::unchanged_because(format!(
                     "init container {name} lacks restartPolicy: Always; left unchanged"
                 )),
@@ -168,9 +216,8 @@ fn move_injected_sidecar(
         )));
     }
     // Kubernetes rejects the pod anyway; moving one of them would leave the
-    // other to be moved by a second run (not idempotent; found by fuzzing),
-    // and a proxy moved beside an init container of its name could not be
-    // told from it to be moved back (issue 11, found by fuzzing).
+    // other to be moved by a second run, and a proxy moved beside an init
+    // container of its name could not be told from it to be moved back.
     let init_named = t.workload.init_containers().iter().any(is_sidecar);
     if init_named || containers.iter().filter(|c| is_sidecar(c)).count() > 1 {
         return Ok(Outcome::unchanged_because(format!(
@@ -191,12 +238,19 @@ fn move_injected_sidecar(
     let init = spec.array_entry("initContainers")?.items_mut()?;
     init.insert(insert_at.min(init.len()), sidecar);
 
+    // The annotation asks a re-injection for the native form; one the
+    // user wrote stays theirs, one this mode wrote stays recorded.
+    let annotation = match native_annotation(t) {
+        None => true,
+        Some(_) => annotation_is_ours(t),
+    };
     let mut moved = Move {
         container: name.to_owned(),
         from: index,
         added,
         restart_policy,
         status: None,
+        annotation,
     };
     let mut warnings = Vec::new();
     match new_status {
@@ -210,11 +264,9 @@ fn move_injected_sidecar(
             "moved {name}, but {ANNOTATION_STATUS} was not updated: {why}"
         )),
     }
-    // A template this mode annotated, kube-injected since: the annotation
-    // asked for an injection that is done. The move record replaces its
-    // record, so it goes too, else no later mode could take it off.
-    if t.record == Some(&Applied::NativeAnnotation) {
-        undo_annotation(t)?;
+    if native_annotation(t).is_none() {
+        annotations_mut(template_mut(t.kind, t.object)?)?
+            .set(ANNOTATION_NATIVE_SIDECAR, Node::from_string("true"))?;
     }
     Ok(Outcome {
         warnings,

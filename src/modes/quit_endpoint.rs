@@ -55,8 +55,9 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         .collect();
     let (index, name) = match apps.as_slice() {
         [] => {
-            return Ok(Outcome::unchanged_because(
-                "quitEndpoint: no application container to wrap",
+            return Ok(nothing_wrapped(
+                t,
+                "quitEndpoint: no application container to wrap".into(),
             ))
         }
         [one] => *one,
@@ -81,7 +82,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
     let template = template_mut(t.kind, t.object)?;
     let container = container_mut(template, index)?;
     let Some(command) = read_command(container)? else {
-        return Ok(Outcome::unchanged_because(no_command(name)));
+        return Ok(nothing_wrapped(t, no_command(name)));
     };
     let original = match original_command(&command) {
         // Wrapped before, and up to date: only the record may be missing
@@ -110,8 +111,11 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
 }
 
 /// Take the wrapper off `container`'s command, back to the original argv
-/// element for element. Refused when the command is not a wrapper of this
-/// policy any more (the user replaced it): that command is theirs.
+/// element for element. Nothing is left to take back when the container
+/// is gone or its command is no wrapper (its owner wrote it back, by hand
+/// or through an applier that owns `command`). Refused when the container
+/// is there more than once, or its wrapper holds no command: those are
+/// not what this mode left.
 pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
     let named: Vec<usize> = t
         .workload
@@ -122,20 +126,33 @@ pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
         .filter(|(_, c)| c.name.as_deref().unwrap_or_default() == container)
         .map(|(i, _)| i)
         .collect();
-    let [index] = named[..] else {
-        return Ok(Undone::Refused("container not in the pod once".into()));
+    let index = match named[..] {
+        [index] => index,
+        [] => return Ok(Undone::Done { changed: false }),
+        _ => return Ok(Undone::Refused("container not in the pod once".into())),
     };
     let template = template_mut(t.kind, t.object)?;
     let node = container_mut(template, index)?;
     let command = read_command(node)?;
     match command.as_deref().and_then(original_command) {
-        Some(original) if !original.is_empty() => {
+        Some([]) => Ok(Undone::Refused("the wrapper holds no command".into())),
+        Some(original) => {
             node.set("command", Node::Value(string_array(original)))?;
             Ok(Undone::Done { changed: true })
         }
-        _ => Ok(Undone::Refused(
-            "command is not the policy's wrapper".into(),
-        )),
+        None => Ok(Undone::Done { changed: false }),
+    }
+}
+
+/// Nothing to wrap, and the user is told why; a record of this mode then
+/// describes nothing and goes.
+fn nothing_wrapped(t: &Target, why: String) -> Outcome {
+    Outcome {
+        record: match t.record {
+            Some(_) => RecordEdit::Remove,
+            None => RecordEdit::Keep,
+        },
+        ..Outcome::unchanged_because(why)
     }
 }
 
