@@ -75,9 +75,7 @@ pub fn decide(facts: &Facts, settings: &Settings) -> (Plan, Vec<String>) {
     let mut warnings = Vec::new();
     let plan = match workload_mode(facts, settings, &mut warnings) {
         None => Plan::Skip(Skip::Disabled),
-        Some(_) if facts.injection_off && !facts.injected => {
-            Plan::Skip(Skip::InjectionOff)
-        }
+        Some(_) if facts.injection_off && !facts.injected => Plan::Skip(Skip::InjectionOff),
         Some(mode) => Plan::Apply(mode),
     };
     (plan, warnings)

@@ -84,8 +84,8 @@ pub fn answer(payload: &[u8]) -> (Answer<'_>, Verdict) {
         // The object of a request decided by its kind and operation alone
         // was not read.
         (Some(kind), None) => {
-            let verdict = decide::by_operation(kind, operation)
-                .map_or(Verdict::NotHandled, Verdict::Skip);
+            let verdict =
+                decide::by_operation(kind, operation).map_or(Verdict::NotHandled, Verdict::Skip);
             return (Answer::Accept(Vec::new()), verdict);
         }
         (None, _) => return (Answer::Accept(Vec::new()), Verdict::NotHandled),
@@ -486,8 +486,8 @@ mod tests {
             command.clone(),
         );
         if warning.ends_with("not in the pod once") {
-            let containers = &mut object["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-                ["containers"];
+            let containers =
+                &mut object["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"];
             let twin = containers[0].clone();
             containers.as_array_mut().unwrap().push(twin);
         }
@@ -519,8 +519,8 @@ mod tests {
         let t = &mut original["spec"]["jobTemplate"]["spec"]["template"];
         t.as_object_mut().unwrap().remove("metadata");
         if command.is_null() {
-            let app = &mut original["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-                ["containers"][0];
+            let app =
+                &mut original["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
             app.as_object_mut().unwrap().remove("command");
         }
         let mut stale = original.clone();

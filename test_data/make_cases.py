@@ -194,7 +194,7 @@ def main():
         request(annotate(job(), "istio-job-sidecar/mode", "exitOnJobCompletion", on_template=False)),
     )
     write(
-        "workload-mode-on-template-wins",
+        "workload-mode-on-object-wins",
         request(
             annotate(
                 annotate(cronjob(), "istio-job-sidecar/mode", "disabled", on_template=False),
@@ -235,13 +235,13 @@ def main():
     # Already injected by `istioctl kube-inject` (Istio's own outputs).
     write("kube-injected-classic-job-native", request(fixture("istio-job-kube-injected-classic.yaml")))
     write("kube-injected-classic-job-exit", request(fixture("istio-job-kube-injected-classic.yaml")), EXIT)
-    write("kube-injected-native-job-unchanged", request(fixture("istio-job-kube-injected-native.yaml")))
+    write("kube-injected-native-job-annotated", request(fixture("istio-job-kube-injected-native.yaml")))
     write(
         "kube-injected-classic-cronjob-native",
         request(fixture("istio-cronjob-old-version.yaml.injected")),
     )
     write(
-        "kube-injected-native-cronjob-unchanged",
+        "kube-injected-native-cronjob-annotated",
         request(fixture("istio-cronjob.yaml.injected")),
     )
     cni = fixture("istio-job-kube-injected-classic.yaml")
@@ -565,6 +565,12 @@ def mode_changes():
     def command_replaced(obj):
         template(obj)["spec"]["containers"][0]["command"] = ["/bin/report", "--since", "it's $(DAY)"]
 
+    # A server-side apply by a tool that owns `command` writes the original
+    # back and leaves the record, which it does not own, as stored.
+    def command_written_back(obj):
+        original = template(VARIANTS["plain"][0])["spec"]["containers"][0]["command"]
+        template(obj)["spec"]["containers"][0]["command"] = copy.deepcopy(original)
+
     def legacy_mark(obj):
         annotations = template(obj)["metadata"]["annotations"]
         container = json.loads(annotations.pop(RECORD_KEY))["container"]
@@ -572,7 +578,8 @@ def mode_changes():
 
     for case, edit in [
         ("mode-change-unreadable-record-warns", unreadable),
-        ("mode-change-edited-command-refused-warns", command_replaced),
+        ("mode-change-command-replaced-record-goes", command_replaced),
+        ("mode-change-command-written-back-record-goes", command_written_back),
         ("mode-change-legacy-mark-undone", legacy_mark),
     ]:
         if quit is None:

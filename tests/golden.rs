@@ -75,9 +75,12 @@ fn settings_cases(#[files("test_data/settings/*.json")] path: PathBuf) {
 /// The move reproduces Istio's own native injection of the same Job
 /// (fixtures/istio-job-kube-injected-*.yaml), compared whole: the proxy's
 /// place, `restartPolicy`, startup probe, `preStop` drain hook and the
-/// status annotation. Only the key order of YAML does not count, and the
-/// policy's own record, which Istio does not write (issue 11): it must
-/// hold the status as Istio wrote it before the move.
+/// status annotation. Only the key order of YAML does not count, and what
+/// Istio does not write: the policy's own record, which must hold the
+/// status as Istio wrote it before the move, and the
+/// `sidecar.istio.io/nativeSidecar: "true"` the move writes so that a
+/// re-injection keeps the native form (Istio renders natively here from
+/// its mesh flag), recorded as the move's.
 #[test]
 fn move_matches_istio_native_injection() {
     let fixture = |name: &str| -> Value {
@@ -102,6 +105,11 @@ fn move_matches_istio_native_injection() {
     let record = annotations.remove("istio-job-sidecar/applied").unwrap();
     let record: Value = serde_json::from_str(record.as_str().unwrap()).unwrap();
     assert_eq!(record["mode"], "nativeSidecar");
+    assert_eq!(
+        annotations.remove("sidecar.istio.io/nativeSidecar"),
+        Some(json!("true"))
+    );
+    assert_eq!(record["annotation"], "sidecar.istio.io/nativeSidecar");
     assert_eq!(
         record["status"],
         classic["spec"]["template"]["metadata"]["annotations"]["sidecar.istio.io/status"]

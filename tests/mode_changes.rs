@@ -276,7 +276,22 @@ fn every_pair_has_its_cases() {
             assert_eq!(op, "CREATE", "{}: a first pass is a CREATE", first.name);
             assert_eq!(first.object()["kind"], "CronJob", "{}", first.name);
             if mode == DISABLED {
-                assert!(first.mutated().is_none(), "{}: mutated", first.name);
+                // Nothing applied: only the CronJob's own mode goes down to
+                // the pod template its Jobs and Pods are made from.
+                if let Some(mutated) = first.mutated() {
+                    let mut want = first.object().clone();
+                    let value = annotations(&want, false)
+                        .and_then(|a| a.get(MODE_KEY))
+                        .cloned();
+                    assert_eq!(value, Some(Value::from(DISABLED)), "{}", first.name);
+                    set_annotation(&mut want, true, MODE_KEY, value.as_ref());
+                    assert!(
+                        normalized(mutated) == normalized(&want),
+                        "{}: more than the mode copied:\n{}",
+                        first.name,
+                        differences(&want, mutated)
+                    );
+                }
             } else {
                 let mutated = first.mutated().unwrap_or_else(|| {
                     panic!("{}: not mutated, no mode change to test", first.name)
@@ -455,21 +470,48 @@ fn unreadable_record_leaves_the_command_wrapped() {
     one_warning_with(&case, &format!("{RECORD_KEY} unreadable"));
 }
 
-/// A quitEndpoint record whose container's command the user replaced:
-/// refused, the user's command kept, the record kept, a warning.
+/// A quitEndpoint record whose container's command no longer holds the
+/// wrapper, updated under nativeSidecar: nothing of the edit is left, so
+/// nothing is undone and the record goes; the command stays as it is now
+/// and nativeSidecar is applied as to a workload never wrapped, without a
+/// warning. `replaced`: the user wrote another command by hand;
+/// `written back`: a server-side apply by a tool that owns `command` wrote
+/// the original back beside the record it does not own.
 #[test]
-fn replaced_command_is_not_undone() {
-    let case = Case::load("mode-change-edited-command-refused-warns");
+fn a_record_whose_wrapper_is_gone_goes() {
     let quit = quit_result();
-    assert_eq!(
-        case.request["oldObject"], quit,
-        "{}: {REGENERATE}",
-        case.name
+    for name in [
+        "mode-change-command-replaced-record-goes",
+        "mode-change-command-written-back-record-goes",
+    ] {
+        let case = Case::load(name);
+        assert_eq!(
+            case.request["oldObject"], quit,
+            "{}: {REGENERATE}",
+            case.name
+        );
+        assert_eq!(record(case.object()), record(&quit));
+        assert_ne!(app_command(case.object()), app_command(&quit));
+        let result = case
+            .mutated()
+            .unwrap_or_else(|| panic!("{}: not mutated", case.name));
+        assert_eq!(app_command(result), app_command(case.object()));
+        assert_eq!(
+            record(result),
+            Some(r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}"#)
+        );
+        assert_eq!(case.warnings(), &Value::Array(vec![]), "{}", case.name);
+    }
+    // Written back, it is nativeSidecar on the original.
+    let case = Case::load("mode-change-command-written-back-record-goes");
+    let native = Case::load("mode-change-plain-nativeSidecar");
+    let result = case.mutated().unwrap();
+    assert!(
+        normalized(result) == normalized(native.result()),
+        "{}: not nativeSidecar on the original:\n{}",
+        case.name,
+        differences(native.result(), result)
     );
-    assert_eq!(record(case.object()), record(&quit));
-    assert_ne!(app_command(case.object()), app_command(&quit));
-    only_native_added(&case);
-    one_warning_with(&case, &format!("{RECORD_KEY}: quitEndpoint edit kept"));
 }
 
 /// The mark of earlier versions, `istio-job-sidecar/quit-wrapped:
