@@ -9,9 +9,11 @@ use crate::record::Record;
 use crate::request::Request;
 use crate::response;
 use crate::settings::{Mode, Settings};
-use crate::view::{Kind, ANNOTATION_APPLIED, ANNOTATION_MODE, ANNOTATION_QUIT_WRAPPED};
+use crate::view::{Kind, ANNOTATION_APPLIED, ANNOTATION_OWNER_MODE, ANNOTATION_QUIT_WRAPPED};
 use crate::warning;
-use crate::workload::{self, annotations_mut, remove_annotations, template_mut, Workload};
+use crate::workload::{
+    self, annotations_mut, remove_annotations, template_mut, OwnerMode, Workload,
+};
 
 /// The `validate` answer for a raw payload (JSON `ValidationResponse` bytes).
 pub fn evaluate(payload: &[u8]) -> Vec<u8> {
@@ -129,24 +131,25 @@ pub fn answer(payload: &[u8]) -> (Answer<'_>, Verdict) {
         Plan::Apply(mode) => (Some(mode), Verdict::Apply(mode)),
         Plan::Skip(skip) => (None, Verdict::Skip(skip)),
     };
-    // The mode the workload asked for on its own metadata goes down to the
-    // pod template, the only metadata every Job and Pod made from it
-    // carries; a pod Istio will not inject needs none.
-    let mode_copy = match plan {
+    // The mode the owner asked for on its own metadata goes down to the pod
+    // template, the only metadata every Job and Pod made from it carries;
+    // a pod Istio will not inject needs none.
+    let owner_mode = match plan {
         Plan::Skip(Skip::InjectionOff) => None,
         _ if !settings.workload_override => None,
-        _ => workload
-            .mode_copy()
-            .map(|copy| (copy.value.to_owned(), copy.template, copy.job_template)),
+        _ => workload.owner_mode_edit().map(|edit| match edit {
+            OwnerMode::Set(value) => Some(value.to_owned()),
+            OwnerMode::Remove => None,
+        }),
     };
-    if wanted.is_none() && mode_copy.is_none() && !workload.has_record() {
+    if wanted.is_none() && owner_mode.is_none() && !workload.has_record() {
         return (Answer::Accept(warnings), verdict);
     }
     let edited = undo_then_apply(kind, workload, &mut object, &settings, wanted).and_then(
         |(changed, more)| {
             warnings.extend(more);
-            match mode_copy {
-                Some(copy) => copy_mode(kind, &mut object, copy).map(|()| true),
+            match owner_mode {
+                Some(value) => carry_owner_mode(kind, &mut object, value).map(|()| true),
                 None => Ok(changed),
             }
         },
@@ -158,24 +161,20 @@ pub fn answer(payload: &[u8]) -> (Answer<'_>, Verdict) {
     }
 }
 
-/// Write the workload's mode annotation `value` on the pod template and,
-/// when it holds another value, on a CronJob's jobTemplate metadata.
-fn copy_mode(
+/// Set (or, for `None`, remove) `istio-job-sidecar/owner-mode` on the pod
+/// template.
+fn carry_owner_mode(
     kind: Kind,
     object: &mut Node,
-    (value, template, job_template): (String, bool, bool),
+    value: Option<String>,
 ) -> Result<(), ShapeError> {
-    if job_template {
-        let owner = object
-            .path_mut(&["spec", "jobTemplate"])?
-            .ok_or_else(|| ShapeError("CronJob has no jobTemplate".into()))?;
-        annotations_mut(owner)?.set(ANNOTATION_MODE, Node::from_string(value.as_str()))?;
+    let template = template_mut(kind, object)?;
+    match value {
+        Some(value) => {
+            annotations_mut(template)?.set(ANNOTATION_OWNER_MODE, Node::from_string(value))
+        }
+        None => remove_annotations(template, &[ANNOTATION_OWNER_MODE]).map(|_| ()),
     }
-    if template {
-        annotations_mut(template_mut(kind, object)?)?
-            .set(ANNOTATION_MODE, Node::from_string(value))?;
-    }
-    Ok(())
 }
 
 /// The recorded mode's edit is taken back when another mode, or none, is
@@ -645,7 +644,7 @@ mod tests {
         // The record goes; the CronJob's own mode goes down to the template
         // its Jobs are made from.
         let t = &mut expected["spec"]["jobTemplate"]["spec"]["template"];
-        t["metadata"] = json!({"annotations": {"istio-job-sidecar/mode": "disabled"}});
+        t["metadata"] = json!({"annotations": {"istio-job-sidecar/owner-mode": "disabled"}});
         assert_eq!(out, expected);
     }
 

@@ -7,6 +7,10 @@
 use std::borrow::Cow;
 
 pub const ANNOTATION_MODE: &str = "istio-job-sidecar/mode";
+/// The mode a Job or CronJob asked for on its own metadata, carried by the
+/// policy onto the pod template: the only metadata the controllers copy
+/// to the Jobs and Pods they make. Written by the policy alone.
+pub const ANNOTATION_OWNER_MODE: &str = "istio-job-sidecar/owner-mode";
 /// The record of what the policy applied to a pod template (`record.rs`).
 pub const ANNOTATION_APPLIED: &str = "istio-job-sidecar/applied";
 /// The quitEndpoint mark of earlier versions, read as a record.
@@ -65,6 +69,7 @@ pub struct Meta<'a> {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Annotations<'a> {
     pub mode: Option<Cow<'a, str>>,
+    pub owner_mode: Option<Cow<'a, str>>,
     pub applied: Option<Cow<'a, str>>,
     pub quit_wrapped: Option<Cow<'a, str>>,
     pub status: Option<Cow<'a, str>>,
@@ -79,6 +84,7 @@ impl<'a> Annotations<'a> {
     pub fn field(&mut self, key: &str) -> Option<&mut Option<Cow<'a, str>>> {
         Some(match key {
             ANNOTATION_MODE => &mut self.mode,
+            ANNOTATION_OWNER_MODE => &mut self.owner_mode,
             ANNOTATION_APPLIED => &mut self.applied,
             ANNOTATION_QUIT_WRAPPED => &mut self.quit_wrapped,
             ANNOTATION_STATUS => &mut self.status,

@@ -35,15 +35,11 @@ pub enum StatusAt {
     Object,
 }
 
-/// Where the per-workload mode annotation must be written so that every
-/// hop below reads the value the workload asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModeCopy<'w> {
-    pub value: &'w str,
-    /// The pod template's own value differs (or is absent).
-    pub template: bool,
-    /// A CronJob's `spec.jobTemplate.metadata` has another value.
-    pub job_template: bool,
+/// What `istio-job-sidecar/owner-mode` on the pod template must become.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnerMode<'w> {
+    Set(&'w str),
+    Remove,
 }
 
 const META: Shape = Shape::Object(&[
@@ -177,35 +173,50 @@ impl<'a> Workload<'a> {
             .is_some_and(|a| a.applied.is_some() || a.quit_wrapped.is_some())
     }
 
-    /// The per-workload mode annotation, as the workload asked for it: on
-    /// the object itself (what `kubectl annotate` writes), else, for a
-    /// CronJob, on `spec.jobTemplate.metadata` (each Job's own metadata),
-    /// else on the pod template. The object's own metadata never reaches
-    /// the next hop (the controllers copy only the template's), so the
-    /// value is also copied down: `mode_copy`.
+    /// The per-workload mode annotation, nearest the pod first: on the pod
+    /// template; else on the owner's metadata: a Job's own (and, for a Job
+    /// a CronJob made, the CronJob's word its template carries as
+    /// `istio-job-sidecar/owner-mode`), a CronJob's
+    /// `spec.jobTemplate.metadata` (each Job's own), then the CronJob's own.
+    /// A Pod reads its own annotation, then the owner's word its template
+    /// carried down.
     pub fn mode_annotation(&self) -> Option<&str> {
-        let owners = match self.kind {
-            Kind::Pod => [None, None],
-            Kind::Job => [Some(&self.object_meta), None],
-            Kind::CronJob => [Some(&self.object_meta), Some(&self.job_template_meta)],
-        };
-        owners
-            .into_iter()
-            .flatten()
-            .chain([&self.template_meta])
-            .find_map(mode_of)
+        mode_of(&self.template_meta).or_else(|| match self.kind {
+            Kind::Pod => owner_mode_of(&self.template_meta),
+            Kind::Job => mode_of(&self.object_meta).or_else(|| owner_mode_of(&self.template_meta)),
+            Kind::CronJob => self.owner_mode(),
+        })
     }
 
-    /// Where the mode annotation must be written so that the Jobs and Pods
-    /// made from this object read what it asked for; `None` when they do.
-    pub fn mode_copy(&self) -> Option<ModeCopy<'_>> {
-        let value = self.mode_annotation()?;
-        let copy = ModeCopy {
-            value,
-            template: mode_of(&self.template_meta) != Some(value),
-            job_template: mode_of(&self.job_template_meta).is_some_and(|v| v != value),
-        };
-        (copy.template || copy.job_template).then_some(copy)
+    /// The mode the owner asked for on its own metadata: what the pod
+    /// template must carry down as `istio-job-sidecar/owner-mode`.
+    fn owner_mode(&self) -> Option<&str> {
+        match self.kind {
+            Kind::Pod => None,
+            Kind::Job => mode_of(&self.object_meta),
+            Kind::CronJob => {
+                mode_of(&self.job_template_meta).or_else(|| mode_of(&self.object_meta))
+            }
+        }
+    }
+
+    /// How `istio-job-sidecar/owner-mode` must change so that every Job and
+    /// Pod made from this object reads the mode its owner asked for;
+    /// `None` when it is right. Only where the template has no mode of its
+    /// own (which wins anyway). A CronJob's is brought up to date on every
+    /// update, removed with the owner's annotation; a Job's template cannot
+    /// change after its creation, and a Job a CronJob made without a mode
+    /// of its own keeps the CronJob's.
+    pub fn owner_mode_edit(&self) -> Option<OwnerMode<'_>> {
+        if self.kind == Kind::Pod || mode_of(&self.template_meta).is_some() {
+            return None;
+        }
+        let carried = owner_mode_of(&self.template_meta);
+        match (self.owner_mode(), carried) {
+            (Some(asked), carried) if carried != Some(asked) => Some(OwnerMode::Set(asked)),
+            (None, Some(_)) if self.kind == Kind::CronJob => Some(OwnerMode::Remove),
+            _ => None,
+        }
     }
 
     /// Where Istio recorded an injection, if it did: on the pod template,
@@ -381,6 +392,11 @@ fn member_string<'a>(
 /// `istio-job-sidecar/mode` of a metadata.
 fn mode_of<'m>(m: &'m Meta) -> Option<&'m str> {
     m.annotations.as_ref().and_then(|a| a.mode.as_deref())
+}
+
+/// `istio-job-sidecar/owner-mode` of a metadata.
+fn owner_mode_of<'m>(m: &'m Meta) -> Option<&'m str> {
+    m.annotations.as_ref().and_then(|a| a.owner_mode.as_deref())
 }
 
 /// The annotations and labels decisions read, of `owner.metadata`.

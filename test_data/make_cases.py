@@ -194,7 +194,7 @@ def main():
         request(annotate(job(), "istio-job-sidecar/mode", "exitOnJobCompletion", on_template=False)),
     )
     write(
-        "workload-mode-on-object-wins",
+        "workload-mode-on-template-wins",
         request(
             annotate(
                 annotate(cronjob(), "istio-job-sidecar/mode", "disabled", on_template=False),

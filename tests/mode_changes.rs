@@ -40,6 +40,7 @@ use std::path::{Path, PathBuf};
 const MODES: [&str; 3] = ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"];
 const DISABLED: &str = "disabled";
 const MODE_KEY: &str = "istio-job-sidecar/mode";
+const OWNER_MODE_KEY: &str = "istio-job-sidecar/owner-mode";
 const RECORD_KEY: &str = "istio-job-sidecar/applied";
 const LEGACY_KEY: &str = "istio-job-sidecar/quit-wrapped";
 const NATIVE_KEY: &str = "sidecar.istio.io/nativeSidecar";
@@ -284,7 +285,7 @@ fn every_pair_has_its_cases() {
                         .and_then(|a| a.get(MODE_KEY))
                         .cloned();
                     assert_eq!(value, Some(Value::from(DISABLED)), "{}", first.name);
-                    set_annotation(&mut want, true, MODE_KEY, value.as_ref());
+                    set_annotation(&mut want, true, OWNER_MODE_KEY, value.as_ref());
                     assert!(
                         normalized(mutated) == normalized(&want),
                         "{}: more than the mode copied:\n{}",
