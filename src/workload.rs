@@ -471,3 +471,162 @@ fn read_containers<'a>(
     }
     Ok(Some(containers))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::{json, Value};
+
+    /// `f` on the workload read from `object` of `kind`.
+    fn read<T>(kind: Kind, object: Value, f: impl FnOnce(&Workload) -> T) -> T {
+        let text = object.to_string();
+        let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
+        let mut node = Node::raw(raw);
+        let workload = Workload::read(kind, &mut node).unwrap().unwrap();
+        f(&workload)
+    }
+
+    fn meta(annotations: Value, labels: Value) -> Value {
+        json!({"annotations": annotations, "labels": labels})
+    }
+
+    fn job(own: Value, template: Value, spec: Value) -> Value {
+        json!({"metadata": own, "spec": {"template": {"metadata": template, "spec": spec}}})
+    }
+
+    /// Injection off as Istio's `injectRequired` reads the pod: the label
+    /// when present (even empty), else the annotation; only the exact
+    /// "false" says no; never on the host's network.
+    #[rstest]
+    #[case::nothing(json!({}), json!({}), false)]
+    #[case::label_false(json!({}), json!({"sidecar.istio.io/inject": "false"}), true)]
+    #[case::annotation_false(json!({"sidecar.istio.io/inject": "false"}), json!({}), true)]
+    #[case::empty_label_wins(json!({"sidecar.istio.io/inject": "false"}), json!({"sidecar.istio.io/inject": ""}), false)]
+    #[case::true_label_wins(json!({"sidecar.istio.io/inject": "false"}), json!({"sidecar.istio.io/inject": "true"}), false)]
+    #[case::capital_false(json!({}), json!({"sidecar.istio.io/inject": "False"}), false)]
+    #[case::no(json!({"sidecar.istio.io/inject": "no"}), json!({}), false)]
+    #[case::off(json!({}), json!({"sidecar.istio.io/inject": "off"}), false)]
+    fn injection_off_as_istio_reads_it(
+        #[case] annotations: Value,
+        #[case] labels: Value,
+        #[case] off: bool,
+    ) {
+        let object = job(json!({}), meta(annotations, labels), json!({}));
+        assert_eq!(read(Kind::Job, object, Workload::injection_off), off);
+    }
+
+    #[test]
+    fn a_pod_on_the_hosts_network_is_never_injected() {
+        let object = job(json!({}), json!({}), json!({"hostNetwork": true}));
+        assert!(read(Kind::Job, object, Workload::injection_off));
+        let object = job(json!({}), json!({}), json!({"hostNetwork": false}));
+        assert!(!read(Kind::Job, object, Workload::injection_off));
+        let wrong = job(json!({}), json!({}), json!({"hostNetwork": "yes"}));
+        let text = wrong.to_string();
+        let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
+        let err = Workload::read(Kind::Job, &mut Node::raw(raw)).unwrap_err();
+        assert_eq!(err, "spec.template.spec.hostNetwork: expected a boolean");
+    }
+
+    fn annotated(value: Option<&str>, owner_mode: Option<&str>) -> Value {
+        let mut annotations = serde_json::Map::new();
+        if let Some(v) = value {
+            annotations.insert("istio-job-sidecar/mode".into(), v.into());
+        }
+        if let Some(v) = owner_mode {
+            annotations.insert("istio-job-sidecar/owner-mode".into(), v.into());
+        }
+        json!({ "annotations": annotations })
+    }
+
+    fn cronjob(own: Option<&str>, job_template: Option<&str>, template: Value) -> Value {
+        json!({"metadata": annotated(own, None), "spec": {"jobTemplate": {
+            "metadata": annotated(job_template, None),
+            "spec": {"template": {"metadata": template}}}}})
+    }
+
+    /// The mode nearest the pod wins; the owner's word reaches the
+    /// template as istio-job-sidecar/owner-mode where it has none of its own.
+    #[rstest]
+    #[case::none(cronjob(None, None, json!({})), None, None)]
+    #[case::cronjob_own(cronjob(Some("disabled"), None, json!({})), Some("disabled"), Some(OwnerMode::Set("disabled")))]
+    #[case::job_template_wins(cronjob(Some("disabled"), Some("quitEndpoint"), json!({})), Some("quitEndpoint"), Some(OwnerMode::Set("quitEndpoint")))]
+    #[case::template_wins(
+        cronjob(Some("disabled"), None, annotated(Some("nativeSidecar"), None)),
+        Some("nativeSidecar"),
+        None
+    )]
+    #[case::carried_already(
+        cronjob(Some("disabled"), None, annotated(None, Some("disabled"))),
+        Some("disabled"),
+        None
+    )]
+    #[case::carried_stale(
+        cronjob(Some("quitEndpoint"), None, annotated(None, Some("disabled"))),
+        Some("quitEndpoint"),
+        Some(OwnerMode::Set("quitEndpoint"))
+    )]
+    // The owner's annotation removed: its copy goes, and a CronJob's own
+    // copy is never read as its word.
+    #[case::owner_gone(
+        cronjob(None, None, annotated(None, Some("disabled"))),
+        None,
+        Some(OwnerMode::Remove)
+    )]
+    fn a_cronjobs_mode(
+        #[case] object: Value,
+        #[case] mode: Option<&str>,
+        #[case] edit: Option<OwnerMode>,
+    ) {
+        read(Kind::CronJob, object, |w| {
+            assert_eq!(w.mode_annotation(), mode);
+            assert_eq!(w.owner_mode_edit(), edit);
+        });
+    }
+
+    #[rstest]
+    #[case::own(job(annotated(Some("disabled"), None), json!({}), json!({})), Some("disabled"), Some(OwnerMode::Set("disabled")))]
+    // A Job a CronJob made: the CronJob's word, carried on the template.
+    #[case::carried(job(json!({}), annotated(None, Some("quitEndpoint")), json!({})), Some("quitEndpoint"), None)]
+    #[case::own_over_carried(job(annotated(Some("disabled"), None), annotated(None, Some("quitEndpoint")), json!({})), Some("disabled"), Some(OwnerMode::Set("disabled")))]
+    #[case::template_wins(job(annotated(Some("disabled"), None), annotated(Some("exitOnJobCompletion"), None), json!({})), Some("exitOnJobCompletion"), None)]
+    fn a_jobs_mode(
+        #[case] object: Value,
+        #[case] mode: Option<&str>,
+        #[case] edit: Option<OwnerMode>,
+    ) {
+        read(Kind::Job, object, |w| {
+            assert_eq!(w.mode_annotation(), mode);
+            assert_eq!(w.owner_mode_edit(), edit);
+        });
+    }
+
+    #[rstest]
+    #[case::own(annotated(Some("disabled"), Some("quitEndpoint")), Some("disabled"))]
+    #[case::carried(annotated(None, Some("quitEndpoint")), Some("quitEndpoint"))]
+    fn a_pods_mode(#[case] metadata: Value, #[case] mode: Option<&str>) {
+        let pod = json!({"metadata": metadata, "spec": {"restartPolicy": "Never"}});
+        read(Kind::Pod, pod, |w| {
+            assert_eq!(w.mode_annotation(), mode);
+            assert_eq!(w.owner_mode_edit(), None);
+        });
+    }
+
+    /// A Job a kube-injected CronJob made carries the injection status on
+    /// its own metadata: read there, and the status port with it.
+    #[test]
+    fn a_jobs_own_metadata_carries_a_cronjobs_injection() {
+        let own = json!({"annotations": {
+            "sidecar.istio.io/status": "{\"containers\":[\"istio-proxy\"]}",
+            "status.sidecar.istio.io/port": "15120"
+        }});
+        read(Kind::Job, job(own, json!({}), json!({})), |w| {
+            assert_eq!(
+                w.injection_status(),
+                Some((StatusAt::Object, "{\"containers\":[\"istio-proxy\"]}"))
+            );
+            assert_eq!(w.status_port(), Some(15120));
+        });
+    }
+}

@@ -368,6 +368,45 @@ def main():
         request(annotate(job(), "istio-job-sidecar/mode", "quitEndpoint")),
     )
     write("quit-job-update-unchanged", request(job(), "UPDATE", old=job()), QUIT)
+    # Injection read as Istio reads it: the label when present (even empty),
+    # the exact "false" only, never a Pod on the host's network.
+    write(
+        "injection-empty-label-wins-wrapped",
+        request(annotate(label(job(), "sidecar.istio.io/inject", ""), "sidecar.istio.io/inject", "false")),
+        QUIT,
+    )
+    write(
+        "injection-label-capital-false-wrapped",
+        request(label(job(), "sidecar.istio.io/inject", "False")),
+        QUIT,
+    )
+    host = job()
+    template(host)["spec"]["hostNetwork"] = True
+    write("quit-host-network-unchanged", request(host), QUIT)
+    # The owner's word carried down to the template.
+    write(
+        "workload-mode-on-cronjob-metadata",
+        request(annotate(cronjob(), "istio-job-sidecar/mode", "disabled", on_template=False)),
+        QUIT,
+    )
+    stale = annotate(cronjob(), "istio-job-sidecar/owner-mode", "disabled")
+    write("workload-owner-mode-removed-with-the-owners", request(stale, "UPDATE", old=stale), QUIT)
+    # A Job the CronJob controller made from a kube-injected CronJob: the
+    # injection status on the Job's own metadata (spec.jobTemplate.metadata).
+    injected = fixture("istio-cronjob-old-version.yaml.injected")
+    made = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": dict(copy.deepcopy(injected["spec"]["jobTemplate"]["metadata"]),
+                         name="hellocron-29420000", namespace="batch"),
+        "spec": copy.deepcopy(injected["spec"]["jobTemplate"]["spec"]),
+    }
+    made["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"] = "2025-12-08T13:20:00Z"
+    write("kube-injected-cronjobs-job-native", request(made, namespace="batch"))
+    write(
+        "kube-injected-native-false-respected",
+        request(annotate(fixture("istio-job-kube-injected-classic.yaml"), "sidecar.istio.io/nativeSidecar", "false")),
+    )
 
 
 # --- Mode changes (issue 11) -------------------------------------------------
