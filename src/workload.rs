@@ -513,15 +513,15 @@ mod tests {
         #[case] off: bool,
     ) {
         let object = job(json!({}), meta(annotations, labels), json!({}));
-        assert_eq!(read(Kind::Job, object, Workload::injection_off), off);
+        assert_eq!(read(Kind::Job, object, |w| w.injection_off()), off);
     }
 
     #[test]
     fn a_pod_on_the_hosts_network_is_never_injected() {
         let object = job(json!({}), json!({}), json!({"hostNetwork": true}));
-        assert!(read(Kind::Job, object, Workload::injection_off));
+        assert!(read(Kind::Job, object, |w| w.injection_off()));
         let object = job(json!({}), json!({}), json!({"hostNetwork": false}));
-        assert!(!read(Kind::Job, object, Workload::injection_off));
+        assert!(!read(Kind::Job, object, |w| w.injection_off()));
         let wrong = job(json!({}), json!({}), json!({"hostNetwork": "yes"}));
         let text = wrong.to_string();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();

@@ -17,6 +17,8 @@ const CRONJOB: &str = include_str!("../../test_data/journeys/workloads/cronjob.y
 const POD: &str = include_str!("../../test_data/journeys/workloads/pod.yaml");
 const INJECTED_JOB: &str =
     include_str!("../../test_data/fixtures/istio-job-kube-injected-classic.yaml");
+const INJECTED_NATIVE_JOB: &str =
+    include_str!("../../test_data/fixtures/istio-job-kube-injected-native.yaml");
 const INJECTED_CRONJOB: &str =
     include_str!("../../test_data/fixtures/istio-cronjob-old-version.yaml.injected");
 
@@ -165,6 +167,8 @@ pub fn all() -> Vec<Case> {
             vec![Step::Stored(injected_cronjob()), run(Ends(QUIT))]),
         case("kube-injected-job-reinjected", "a kube-injected Job moved to native: Istio's re-injection, mesh flag off, keeps it native", mode(NATIVE),
             vec![Step::Create(injected_job()), run(Ends(NATIVE))]),
+        case("kube-injected-native-job-reinjected", "a Job kube-injected natively, the mesh flag off: the annotation keeps Istio's re-injection native", mode(NATIVE),
+            vec![Step::Create(yaml(INJECTED_NATIVE_JOB)), run(Ends(NATIVE))]),
         case("kube-injected-job-native-false", "a kube-injected Job whose template says sidecar.istio.io/nativeSidecar: \"false\": the user's word stands", mode(NATIVE),
             vec![Step::Create(annotated(injected_job(), "template", "sidecar.istio.io/nativeSidecar", "false")), run(UNTOUCHED)]),
         // Injection off, read as Istio reads it.
