@@ -1,5 +1,6 @@
-//! The traces of earlier edits a pod template may carry (issue 11): records
-//! `istio-job-sidecar/applied` of every form `src/record.rs` reads, records
+//! The traces of earlier edits a pod template may carry: records
+//! `istio-job-sidecar/applied` of every form `src/record.rs` reads (a move
+//! with or without the nativeSidecar annotation it wrote), records
 //! that are nearly valid (a member of the wrong type, an unknown member, a
 //! huge `from`, `added` naming a member the move never adds, an inserted
 //! text that is or is not in the config), garbage, the legacy
@@ -107,6 +108,8 @@ pub enum ValidRecord {
         added: u8,
         restart_policy: Option<Text>,
         status: Option<Text>,
+        /// The move wrote `sidecar.istio.io/nativeSidecar: "true"`.
+        annotation: bool,
     },
     Exit {
         inserted: Inserted,
@@ -134,6 +137,7 @@ impl ValidRecord {
                 added,
                 restart_policy,
                 status,
+                annotation,
             } => {
                 let mut names: Vec<String> = ["restartPolicy", "startupProbe", "lifecycle"]
                     .iter()
@@ -150,6 +154,7 @@ impl ValidRecord {
                     added: names,
                     restart_policy: restart_policy.as_ref().map(|t| t.0.clone()),
                     status: status.as_ref().map(|t| t.0.clone()),
+                    annotation: *annotation,
                 })
             }
             ValidRecord::Exit { inserted, created } => Applied::ExitOnJobCompletion {
@@ -322,6 +327,7 @@ fn as_move(r: &ValidRecord) -> ValidRecord {
             added: 7,
             restart_policy: None,
             status: None,
+            annotation: false,
         },
         _ => ValidRecord::Move {
             container: Name("istio-proxy".into()),
@@ -329,6 +335,7 @@ fn as_move(r: &ValidRecord) -> ValidRecord {
             added: 3,
             restart_policy: None,
             status: None,
+            annotation: true,
         },
     }
 }
