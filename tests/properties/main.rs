@@ -73,18 +73,31 @@
 //! 10. `a_record_whose_edit_is_gone_goes`: a record whose edit its owner
 //!    took off undoes nothing else and goes, without a warning.
 //!
-//! Properties 1-5 run 2,000 cases by default, 8 to 10 a quarter as many, 6
+//! And over generated journeys (`journeys`: a workload from its creation,
+//! or from before the policy, through its controllers, the API server and
+//! Istio's injector, as `policy_testkit::journey` makes it):
+//! 11. `a_journey_ends_as_the_workload_asked`: every Pod is accepted by the
+//!    API server and ends with its app by the mode the workload asked for,
+//!    worked out from the spec; or, where its owner chose otherwise
+//!    (`disabled`, injection off, a user's `nativeSidecar: "false"` or
+//!    `exitOnJobCompletion`) or a documented limit stands (then with the
+//!    policy's warning on the way), it is as the same journey makes it
+//!    without the policy; a second journey from the stored objects
+//!    changes nothing.
+//!
+//! Properties 1-5 run 2,000 cases by default, 8 to 11 a quarter as many, 6
 //! and 7 an eighth (each of their cases covers all 16 pairs of modes);
 //! `PROPTEST_CASES=50000` (or `make proptest-long`) runs more.
 //! `generators_reach_the_interesting_cases` checks that the generators
 //! reach every branch that matters (moves, merges, wraps, each form of
 //! record undone, refusals and their reasons, unreadable and legacy
 //! records, the owner's mode set and removed, injection off, the native
-//! annotation's cases). A failing case is saved by proptest in
+//! annotation's cases, every outcome of a journey). A failing case is saved by proptest in
 //! `tests/properties/main.proptest-regressions` and replayed first on
 //! every run: commit that file.
 
 mod generators;
+mod journeys;
 mod laws;
 mod names;
 mod oracle;
@@ -651,6 +664,35 @@ proptest! {
     }
 }
 
+/// The journeys run the policy some 15 times a case (each hop, the same
+/// journey without the policy, each result sent again): a quarter of the
+/// cases.
+fn journey_config() -> ProptestConfig {
+    ProptestConfig {
+        cases: (cases() / 4).max(1),
+        ..config()
+    }
+}
+
+proptest! {
+    #![proptest_config(journey_config())]
+
+    /// (11) A generated journey (a Job, CronJob or run-to-completion Pod,
+    /// created or stored before the policy, maybe annotated or under a
+    /// new cluster mode, then run by its controllers and injected by
+    /// Istio) gives Pods the API server accepts, that end with their app
+    /// by the mode the workload asked for or, where its owner chose
+    /// otherwise or a documented limit stands (then with its warning at the
+    /// Pod's hop), are as the journey makes them without the policy; and
+    /// a second journey from the stored objects changes nothing.
+    #[test]
+    fn a_journey_ends_as_the_workload_asked(j in journeys::arb_journey()) {
+        if let Err(e) = journeys::check(&j) {
+            prop_assert!(false, "{} (expected {:?})", e, j.case().1);
+        }
+    }
+}
+
 /// The generators reach every branch that matters; if they stop doing so
 /// (a refactor narrowing them), the properties above would pass vacuously.
 #[test]
@@ -801,4 +843,35 @@ fn generators_reach_the_interesting_cases() {
         .iter()
         .all(|form| records.get(form).is_some_and(|&n| n > 3)));
     assert!(!records.contains_key("unreadable") && untrusted > 30);
+
+    // The journeys: each outcome the spec gives their runs.
+    let strategy = journeys::arb_journey();
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut runs = 0;
+    for _ in 0..1000 {
+        let journey = strategy.new_tree(&mut runner).unwrap().current();
+        for outcome in journey.case().1 {
+            runs += 1;
+            let what = match outcome {
+                journeys::Outcome::Ends(mode) => format!("ends by {}", mode.name()),
+                journeys::Outcome::Untouched(None) => "as without the policy".to_owned(),
+                journeys::Outcome::Untouched(Some(limit)) => limit.to_owned(),
+                journeys::Outcome::KnownSrcBug(_) => "known bug of src/".to_owned(),
+            };
+            *outcomes.entry(what).or_default() += 1;
+        }
+    }
+    eprintln!("of 1000 journeys, {runs} runs: {outcomes:?}");
+    let of = |what: &str| outcomes.get(what).copied().unwrap_or_default();
+    assert!(
+        ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"]
+            .iter()
+            .all(|mode| of(&format!("ends by {mode}")) > 100)
+            && of("as without the policy") > 100
+            && of("quitEndpoint wraps a single app container") > 5
+            && of("no command, not wrapped") > 5
+            && of("proxy.istio.io/config left unchanged") > 5
+            && of("known bug of src/") * 10 < runs,
+        "{outcomes:?}"
+    );
 }
