@@ -372,9 +372,10 @@ assert_settings_rejected() {
 	assert_not_patched
 }
 
-@test "quitEndpoint: proxy already a native sidecar, unchanged" {
-	run_case quit-kube-injected-native-unchanged
-	assert_not_patched
+@test "quitEndpoint: beside a proxy already a native sidecar the app is wrapped all the same" {
+	run_case quit-kube-injected-native-wrapped
+	assert_patched '/command'
+	refute_in_patch 'initContainers'
 }
 
 @test "quitEndpoint: container without an explicit command, unchanged with a warning" {

@@ -22,7 +22,10 @@ pub struct Facts<'f> {
     /// Istio's injector will not inject this pod: `sidecar.istio.io/inject`
     /// says "false" as Istio reads it, or the pod is on the host's network.
     pub injection_off: bool,
-    /// `sidecar.istio.io/status` present: a real proxy is already there.
+    /// A proxy is already there: `sidecar.istio.io/status` says Istio
+    /// injected one, or a container has the sidecar's name (a Pod of a
+    /// kube-injected CronJob carries the proxy, not the status, which
+    /// stays on the Job's own metadata).
     pub injected: bool,
 }
 

@@ -124,7 +124,8 @@ pub fn answer(payload: &[u8]) -> (Answer<'_>, Verdict) {
         restart_policy: workload.spec.restart_policy.as_deref(),
         mode_annotation: workload.mode_annotation(),
         injection_off: workload.injection_off(),
-        injected: workload.injection_status().is_some(),
+        injected: workload.injection_status().is_some()
+            || workload.has_container(&settings.sidecar_container_name),
     };
     let (plan, mut warnings) = decide(&facts, &settings);
     let (wanted, verdict) = match plan {

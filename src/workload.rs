@@ -273,6 +273,14 @@ impl<'a> Workload<'a> {
         label.or(annotation) == Some("false")
     }
 
+    /// A container (regular or init) of this name.
+    pub fn has_container(&self, name: &str) -> bool {
+        self.containers()
+            .iter()
+            .chain(self.init_containers())
+            .any(|c| c.name.as_deref() == Some(name))
+    }
+
     pub fn containers(&self) -> &[Container<'a>] {
         self.spec.containers.as_deref().unwrap_or_default()
     }

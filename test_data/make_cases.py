@@ -349,7 +349,7 @@ def main():
     write("quit-several-containers-warns", request(several), QUIT)
     write("quit-kube-injected-job", request(fixture("istio-job-kube-injected-classic.yaml")), QUIT)
     write(
-        "quit-kube-injected-native-unchanged",
+        "quit-kube-injected-native-wrapped",
         request(fixture("istio-job-kube-injected-native.yaml")),
         QUIT,
     )

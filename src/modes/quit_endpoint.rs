@@ -37,14 +37,11 @@ pub const ON_SUCCESS: &str = "on-success";
 pub const PREFIX_LEN: usize = 6;
 
 pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
+    // A proxy already injected as a native sidecar is wrapped for all the
+    // same: Istio's injector renders a Pod that carries its status again,
+    // classic unless the Pod or the mesh asks for native, and then only
+    // the wrapper ends it.
     let sidecar = t.settings.sidecar_container_name.as_str();
-    // A proxy that already is a native sidecar ends with the pod by itself.
-    let native = t.workload.init_containers().iter().any(|c| {
-        c.name.as_deref() == Some(sidecar) && c.restart_policy.as_deref() == Some("Always")
-    });
-    if native {
-        return Ok(Outcome::unchanged());
-    }
     let apps: Vec<(usize, &str)> = t
         .workload
         .containers()
@@ -378,11 +375,20 @@ mod tests {
     }
 
     #[test]
-    fn native_sidecar_already_there_is_left_alone() {
+    fn an_app_beside_a_native_sidecar_is_wrapped_all_the_same() {
         let mut object = job(json!([app(json!(["run"]))]));
         object["spec"]["template"]["spec"]["initContainers"] =
             json!([{"name": "istio-init"}, {"name": "istio-proxy", "restartPolicy": "Always"}]);
-        assert_eq!(run(Kind::Job, &object), (Outcome::unchanged(), object));
+        let (outcome, out) = run(Kind::Job, &object);
+        assert_eq!(outcome, changed());
+        assert_eq!(
+            out["spec"]["template"]["spec"]["containers"][0]["command"],
+            wrapped_command(ALWAYS, &["run"])
+        );
+        assert_eq!(
+            out["spec"]["template"]["spec"]["initContainers"],
+            object["spec"]["template"]["spec"]["initContainers"]
+        );
     }
 
     #[test]

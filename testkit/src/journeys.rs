@@ -169,6 +169,10 @@ pub fn all() -> Vec<Case> {
             vec![Step::Create(injected_job()), run(Ends(NATIVE))]),
         case("kube-injected-native-job-reinjected", "a Job kube-injected natively, the mesh flag off: the annotation keeps Istio's re-injection native", mode(NATIVE),
             vec![Step::Create(yaml(INJECTED_NATIVE_JOB)), run(Ends(NATIVE))]),
+        case("kube-injected-native-job-quit", "quitEndpoint beside a natively kube-injected proxy: Istio's re-injection renders it classic with the mesh flag off, the wrapper ends it", mode(QUIT),
+            vec![Step::Create(yaml(INJECTED_NATIVE_JOB)), run(Ends(QUIT))]),
+        case("kube-injected-cronjob-injection-off-quit", "an older kube-injected CronJob whose template says inject \"false\": its Pods carry the proxy but no status, and keep the wrapper", mode(QUIT),
+            vec![Step::Create(labelled(injected_cronjob(), "template", "sidecar.istio.io/inject", "false")), run(Ends(QUIT))]),
         case("kube-injected-job-native-false", "a kube-injected Job whose template says sidecar.istio.io/nativeSidecar: \"false\": the user's word stands", mode(NATIVE),
             vec![Step::Create(annotated(injected_job(), "template", "sidecar.istio.io/nativeSidecar", "false")), run(UNTOUCHED)]),
         // Injection off, read as Istio reads it.
