@@ -13,7 +13,7 @@
 //! nativeSidecar, the user's own `exitOnJobCompletion`, or a documented
 //! limit (quitEndpoint and an app without a command or several apps, a
 //! proxy config that is no mapping), which the policy names in a warning
-//! at the Pod's hop. Never from what the policy does.
+//! on the way to the Pod. Never from what the policy does.
 
 use crate::names::*;
 use policy_testkit::istio::{self, Mesh, Namespace};
@@ -248,7 +248,7 @@ impl Journey {
                     let outcome = model.outcome();
                     steps.push(Step::Run(match outcome {
                         Outcome::Ends(mode) => Expect::Ends(mode.name()),
-                        Outcome::Untouched(_) | Outcome::KnownSrcBug(_) => Expect::AsWithoutPolicy,
+                        Outcome::Untouched(_) => Expect::AsWithoutPolicy,
                     }));
                     outcomes.push(outcome);
                 }
@@ -281,12 +281,9 @@ pub enum Outcome {
     /// The Pod ends with its app, by this mode.
     Ends(Mode),
     /// The Pod is as the journey makes it without the policy; where a
-    /// documented limit is the reason, the Pod's hop says so in a warning
+    /// documented limit is the reason, a hop on the way says so in a warning
     /// that holds this text.
     Untouched(Option<&'static str>),
-    /// Where src/ is known to fail the spec, reported and not yet fixed:
-    /// the journey is not judged (remove with the fix).
-    KnownSrcBug(&'static str),
 }
 
 /// The spec's view of the journey so far.
@@ -336,23 +333,6 @@ impl Model<'_> {
         })
     }
 
-    /// Istio's injector renders the Pod's proxy again, in classic form
-    /// (`policy_testkit::istio`: its webhook is called and injection is
-    /// required; native when the user's `sidecar.istio.io/nativeSidecar`
-    /// asks for it, else when the mesh flag does).
-    fn reinjected_classic(&self) -> bool {
-        let t = template_of(self.kind());
-        let template = self.object.pointer(t).unwrap();
-        let pod = json!({"metadata": template["metadata"], "spec": template["spec"]});
-        let native = match self.journey.workload.native {
-            None | Some("") => self.journey.mesh.native_flag,
-            Some(asked) => asked != "false",
-        };
-        istio::webhook_called(&pod, self.journey.namespace)
-            && istio::inject_required(&pod)
-            && !native
-    }
-
     fn outcome(&self) -> Outcome {
         let w = &self.journey.workload;
         let honoured = self.journey.workload_override != Some(false);
@@ -367,34 +347,12 @@ impl Model<'_> {
         if injection_off && w.base == Base::Plain {
             return Outcome::Untouched(None);
         }
-        let outcome = self.outcome_of(mode);
-        // The older kube-inject form of a CronJob: the status is on its
-        // jobTemplate's metadata (and each Job's), never on the Pod, which
-        // carries the classic proxy all the same.
-        let status_not_on_pod = w.base == Base::Classic { on_owner: true };
-        if injection_off && status_not_on_pod && outcome != Outcome::Ends(Mode::Native) {
-            if let Outcome::Ends(_) = outcome {
-                return Outcome::KnownSrcBug(
-                    "the Pod of an older kube-injected CronJob, injection off, loses the edit made at the CronJob or Job",
-                );
-            }
-        }
-        outcome
-    }
-
-    /// What `mode`, asked for, gives.
-    fn outcome_of(&self, mode: Mode) -> Outcome {
-        let w = &self.journey.workload;
+        // A kube-injected workload carries its proxy (a Pod of the older
+        // CronJob form without the status): the mode is applied to it,
+        // and the wrapper goes beside a native proxy too (Istio's injector
+        // renders it again, classic unless asked for native).
         match mode {
             Mode::Native if w.native == Some("false") => Outcome::Untouched(None),
-            // A native proxy needs no wrapper, but Istio's injector renders
-            // it again from its status, classic unless asked for native.
-            Mode::Quit if w.base == Base::Native && self.reinjected_classic() => {
-                Outcome::KnownSrcBug(
-                    "quitEndpoint leaves a kube-injected native template alone, Istio re-injects it classic",
-                )
-            }
-            Mode::Quit if w.base == Base::Native => Outcome::Ends(mode),
             Mode::Quit if w.second_app => {
                 Outcome::Untouched(Some("quitEndpoint wraps a single app container"))
             }
@@ -419,15 +377,9 @@ fn policy() -> Validate<impl FnMut(&[u8]) -> Vec<u8>> {
 /// The journey made with the policy, judged (`journey::judge`: every Pod
 /// the API server accepts, each run as its `Expect` says, every warning
 /// fits, a second journey from the stored objects changes nothing), and
-/// the warning of each documented limit at its Pod's hop.
+/// the warning of each documented limit on the way to its Pod.
 pub fn check(j: &Journey) -> Result<(), String> {
     let (case, outcomes) = j.case();
-    if outcomes
-        .iter()
-        .any(|o| matches!(o, Outcome::KnownSrcBug(_)))
-    {
-        return Ok(());
-    }
     let trip = journey::travel(&case, &mut policy())?;
     journey::judge(&case, &trip, &mut policy())?;
     for (run, outcome) in outcomes.iter().enumerate() {

@@ -179,7 +179,8 @@ impl LawCase {
     pub fn law_normal(&self, b: usize, object: &Value) -> Value {
         let t = template_pointer(self.kind);
         let mut o = object.clone();
-        let injection_off = injection_off(self.kind, &o) && !injected(self.kind, &o);
+        let sidecar = settings_of(&Some(Value::Object(self.settings.clone()))).sidecar;
+        let injection_off = injection_off(self.kind, &o) && !proxy_there(self.kind, &o, &sidecar);
         if annotation(&o, t, MODE).is_some() || injection_off || self.owner_mode_unread(b) {
             remove_annotation(&mut o, t, OWNER_MODE);
         }

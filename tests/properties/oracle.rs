@@ -129,7 +129,7 @@ pub fn plan_of(kind: Kind, operation: &str, object: &Value, settings: &Settings)
         Some("disabled") => return Plan::Disabled,
         Some(other) => Mode::parse(other).unwrap_or(settings.mode),
     };
-    if injection_off(kind, object) && !injected(kind, object) {
+    if injection_off(kind, object) && !proxy_there(kind, object, &settings.sidecar) {
         return Plan::InjectionOff;
     }
     Plan::Apply(mode)
@@ -252,6 +252,21 @@ pub fn with_owner_edit(kind: Kind, object: &Value, edit: &OwnerEdit) -> Value {
 
 pub fn injected(kind: Kind, object: &Value) -> bool {
     injection_status(kind, object).is_some()
+}
+
+/// A proxy is already there, as far as the decision table is concerned:
+/// Istio recorded an injection (`injection_status`), or a container,
+/// regular or init, has the sidecar's name (the Pods of an older
+/// kube-injected CronJob carry the proxy, not the status, which stays on
+/// the Job's own metadata).
+pub fn proxy_there(kind: Kind, object: &Value, sidecar: &str) -> bool {
+    let t = template_pointer(kind);
+    injected(kind, object)
+        || ["containers", "initContainers"].iter().any(|list| {
+            containers(object, t, list)
+                .iter()
+                .any(|c| c["name"] == json!(sidecar))
+        })
 }
 
 /// Where Istio recorded the injection, and what it says: the template's
@@ -1138,16 +1153,8 @@ pub fn quit_expectation(
 ) -> QuitExpectation {
     let t = template_pointer(kind);
     let mut out = containers(object, t, "containers");
-    let keep = |containers| QuitExpectation {
-        containers,
-        record: RecordEdit::Keep,
-    };
-    let native = containers(object, t, "initContainers")
-        .iter()
-        .any(|c| c["name"] == json!(settings.sidecar) && c["restartPolicy"] == "Always");
-    if native {
-        return keep(out);
-    }
+    // Beside a proxy injected natively too: Istio's injector renders a Pod
+    // that carries its status again, classic unless asked for native.
     let apps: Vec<usize> = (0..out.len())
         .filter(|&i| out[i]["name"] != json!(settings.sidecar))
         .collect();
