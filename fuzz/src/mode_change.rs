@@ -784,7 +784,8 @@ impl Scenario {
     /// label `sidecar.istio.io/inject` when present (even empty), else the
     /// annotation, saying exactly "false"; a proxy is there when
     /// `sidecar.istio.io/status` is on the template, or on a CronJob's
-    /// jobTemplate or a Job's own metadata.
+    /// jobTemplate or a Job's own metadata, or a container has the
+    /// sidecar's name.
     fn owner_mode_inert(&self, v: &Value) -> bool {
         let template = self.kind.template();
         let meta = |owner: &str, map: &str, key: &str| {
@@ -807,7 +808,21 @@ impl Scenario {
             .into_iter()
             .flatten()
             .any(|at| meta(at, "annotations", STATUS).is_some());
-        own_mode || ((host || inject.as_deref() == Some("false")) && !injected)
+        // A container of the sidecar's name is a proxy there too (the Pods
+        // of an older kube-injected CronJob carry it without the status).
+        let sidecar = self
+            .settings
+            .get("sidecarContainerName")
+            .and_then(Value::as_str);
+        let proxy = ["containers", "initContainers"].iter().any(|list| {
+            v.pointer(&format!("{template}/spec/{list}"))
+                .and_then(Value::as_array)
+                .is_some_and(|l| {
+                    l.iter()
+                        .any(|c| c["name"].as_str() == Some(sidecar.unwrap_or("istio-proxy")))
+                })
+        });
+        own_mode || ((host || inject.as_deref() == Some("false")) && !injected && !proxy)
     }
 
     fn same(&self, what: &str, left: &Pass, right: &Pass) -> Result<(), String> {
