@@ -9,9 +9,11 @@ The pieces for scripts (server.bats, webhooks.bats, a load benchmark):
   start DIR --policies-yml F [--insecure-source H:P]
                                      policy-server in the background; DIR/server.json
   stop DIR                           ends it
+  sent-request FILE REQUEST OUT      the request (or its variant labelled for
+                                     injection) the webhooks of FILE send
 The checks (each prints a line per item, exits 1 on any failure):
   case-policies, check-cases, check-example, check-bad-settings,
-  check-continue-on-errors, check-table
+  check-continue-on-errors, check-webhooks, check-table
 """
 import argparse
 import json
