@@ -6,7 +6,7 @@ VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1
 OCI_REPOSITORY ?= ghcr.io/example/policies/istio-job-sidecar
 SOURCES     := $(shell find src -name '*.rs' -o -name '*.sh') Cargo.toml Cargo.lock
 
-.PHONY: all test unit-tests golden wasm-tests e2e-tests distribution-tests fmt lint clean demo bench floors runner
+.PHONY: all test unit-tests golden wasm-tests e2e-tests distribution-tests server-tests webhook-tests fmt lint clean demo bench floors runner
 
 all: annotated-policy.wasm
 
@@ -71,6 +71,19 @@ e2e-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.wasm)
 # on loopback, make artifacthub against the committed file (distribution.bats).
 distribution-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.wasm)
 	bats $(BATS_FLAGS) distribution.bats
+
+# The cluster's path (server.bats): policy-server, configured as Kubewarden's
+# controller configures it, pulls the module that `make push` put in a
+# throwaway docker-registry and answers AdmissionReviews over TLS; then what
+# the API server sends to each example's webhook (webhooks.bats). The pieces
+# are in harness/ (docs/server-tests.md). POLICY_SERVER=path/to/policy-server.
+POLICY_SERVER ?= policy-server
+server-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.wasm)
+	POLICY_SERVER=$(POLICY_SERVER) bats $(BATS_FLAGS) server.bats webhooks.bats
+
+# Only what the API server sends to each example's webhook (no build, no server).
+webhook-tests:
+	bats $(BATS_FLAGS) webhooks.bats
 
 clean:
 	cargo clean

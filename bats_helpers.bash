@@ -1,4 +1,4 @@
-# Helpers shared by e2e.bats and distribution.bats (`load bats_helpers`).
+# Helpers shared by e2e.bats, distribution.bats and server.bats (`load bats_helpers`).
 # Needs jq and python3 with PyYAML (.ci/run installs them).
 # shellcheck shell=bash disable=SC2154 # $output and $status: set by bats' `run`
 
@@ -6,10 +6,81 @@
 # network): harmless, and kept short without backtraces.
 export RUST_BACKTRACE=0
 
-require_kwctl() {
-	if ! command -v kwctl >/dev/null 2>&1; then
-		skip "kwctl not found on PATH (the wasm-level tests in runner/ cover the module)"
+# A tool the test needs: without it the test is skipped, or fails under
+# REQUIRE_TOOLS=1 (which .ci/run exports). $1 the command, $2 what to say.
+require_tool() {
+	command -v "$1" >/dev/null 2>&1 && return 0
+	if [ "${REQUIRE_TOOLS:-}" = 1 ]; then
+		echo "$1 not found on PATH, and REQUIRE_TOOLS=1: $2" >&2
+		return 1
 	fi
+	skip "$1 not found on PATH: $2"
+}
+
+require_kwctl() {
+	require_tool kwctl "the wasm-level tests in runner/ cover the module"
+}
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Debian's docker-registry on a free loopback port, its config, storage and
+# log in directory $1; a few ports are tried, in case another process takes
+# the one found free before the registry binds it. Sets REGISTRY_PID and
+# REGISTRY_PORT and writes $1/sources.yml, the sources file kwctl and
+# policy-server need to talk http to it.
+start_registry() {
+	local dir="$1" port
+	for _ in 1 2 3; do
+		port=$(free_port)
+		cat >"$dir/registry.yml" <<-EOF
+			version: 0.1
+			log:
+			  level: info
+			storage:
+			  filesystem:
+			    rootdirectory: $dir/storage
+			http:
+			  addr: 127.0.0.1:$port
+		EOF
+		# 3>&-: bats waits for every holder of its fd 3 before it ends
+		docker-registry serve "$dir/registry.yml" >>"$dir/registry.log" 2>&1 3>&- &
+		export REGISTRY_PID=$!
+		for _ in $(seq 50); do
+			kill -0 "$REGISTRY_PID" 2>/dev/null || break
+			if curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1; then
+				export REGISTRY_PORT=$port
+				printf 'insecure_sources: ["127.0.0.1:%s"]\n' "$port" >"$dir/sources.yml"
+				return 0
+			fi
+			sleep 0.2
+		done
+		stop_registry
+	done
+	echo "docker-registry did not start:" >&2
+	cat "$dir/registry.log" >&2
+	return 1
+}
+
+stop_registry() {
+	[ -n "${REGISTRY_PID:-}" ] || return 0
+	kill "$REGISTRY_PID" 2>/dev/null || true
+	wait "$REGISTRY_PID" 2>/dev/null || true
+	REGISTRY_PID=
+}
+
+# `make push` of the annotated module to repository $2 of the registry
+# started by start_registry in directory $1; sets VERSION, REPO and REF (the
+# registry:// reference) and writes $1/push.log and $1/push.status (make's
+# exit status), which the caller checks.
+push_to_registry() {
+	local dir="$1" name="$2"
+	VERSION=$(yaml_json metadata.yml | jq -r '.annotations["io.kubewarden.policy.version"]')
+	export VERSION REPO="127.0.0.1:$REGISTRY_PORT/$name"
+	export REF="registry://$REPO:v$VERSION"
+	make --no-print-directory push OCI_REPOSITORY="$REPO" KWCTL_FLAGS="--sources-path $dir/sources.yml" \
+		>"$dir/push.log" 2>&1 3>&- && echo 0 >"$dir/push.status" || echo $? >"$dir/push.status"
 }
 
 # The AdmissionResponse of the last `run kwctl run`: the line of JSON kwctl
@@ -63,23 +134,21 @@ yaml.safe_dump(doc, open(sys.argv[3], "w"), sort_keys=False)' "$1" "$2" "$3"
 #
 # kwctl evaluates only the module and the settings of a ClusterAdmissionPolicy;
 # rules, matchConditions, objectSelector and namespaceSelector are the API
-# server's business and kwctl ignores them. So the request must be one the
-# example's filters let through: a CREATE of a Job, a CronJob or a Pod that
-# runs to completion (its matchConditions), not labelled
-# sidecar.istio.io/inject=false (its objectSelector). The namespaceSelector of
-# a rollout example depends on the namespace's labels, which are not in the
-# request: the comparison assumes a namespace that opted in.
+# server's business and kwctl ignores them. So the request run is one the
+# example's webhook, as Kubewarden's controller installs it, sends in a
+# namespace its namespaceSelector selects (`python3 -m harness sent-request`):
+# the request itself, or, when the example selects only workloads labelled
+# for injection, the request with its pod template so labelled.
 check_example() {
 	local example="$1" request="$2" module="$3"
 	shift 3
-	local cap settings from_policy from_module
-	jq -e '.operation == "CREATE"
-		and (.kind.kind | IN("Job", "CronJob", "Pod"))
-		and (.kind.kind != "Pod" or (.object.spec.restartPolicy | IN("Never", "OnFailure")))
-		and (.object.metadata.labels["sidecar.istio.io/inject"] != "false")' "$request" >/dev/null || {
-		echo "$request is not a request the filters of $example let through"
+	local cap settings from_policy from_module sent
+	sent="$BATS_TEST_TMPDIR/sent-$(basename "$example" .yaml)-$(basename "$(dirname "$request")").json"
+	python3 -m harness sent-request "$example" "$request" "$sent" || {
+		echo "$request is not a request the webhook of $example sends"
 		return 1
 	}
+	request="$sent"
 	cap="$BATS_TEST_TMPDIR/module-$(basename "$example")"
 	policy_with_module "$example" "$module" "$cap"
 	settings=$(yaml_json "$example" | jq -c '.spec.settings // {}')

@@ -25,15 +25,11 @@ setup_file() {
 	command -v kwctl >/dev/null 2>&1 && command -v docker-registry >/dev/null 2>&1 || return 0
 	DIST_DIR=$(mktemp -d)
 	export DIST_DIR XDG_CACHE_HOME="$DIST_DIR/cache" XDG_CONFIG_HOME="$DIST_DIR/config"
-	start_registry
+	start_registry "$DIST_DIR"
 	export SOURCES="$DIST_DIR/sources.yml"
-	VERSION=$(yaml_json metadata.yml | jq -r '.annotations["io.kubewarden.policy.version"]')
-	export VERSION REPO="127.0.0.1:$REGISTRY_PORT/istio-job-sidecar"
-	export REF="registry://$REPO:v$VERSION"
 	# Pushed here, so that every test (and `bats -f`) finds it; the first test
 	# checks how it went.
-	make --no-print-directory push OCI_REPOSITORY="$REPO" KWCTL_FLAGS="--sources-path $SOURCES" \
-		>"$DIST_DIR/push.log" 2>&1 3>&- && echo 0 >"$DIST_DIR/push.status" || echo $? >"$DIST_DIR/push.status"
+	push_to_registry "$DIST_DIR" istio-job-sidecar
 }
 
 teardown_file() {
@@ -43,53 +39,12 @@ teardown_file() {
 
 setup() {
 	require_kwctl
-	command -v docker-registry >/dev/null 2>&1 || skip "docker-registry not found (Debian package docker-registry)"
+	require_tool docker-registry "Debian package docker-registry"
 }
 
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# docker-registry on a free loopback port; a few ports are tried, in case
-# another process takes the one found free before the registry binds it.
-start_registry() {
-	local port
-	for _ in 1 2 3; do
-		port=$(free_port)
-		cat >"$DIST_DIR/registry.yml" <<-EOF
-			version: 0.1
-			log:
-			  level: info
-			storage:
-			  filesystem:
-			    rootdirectory: $DIST_DIR/storage
-			http:
-			  addr: 127.0.0.1:$port
-		EOF
-		# 3>&-: bats waits for every holder of its fd 3 before it ends
-		docker-registry serve "$DIST_DIR/registry.yml" >>"$DIST_DIR/registry.log" 2>&1 3>&- &
-		export REGISTRY_PID=$!
-		for _ in $(seq 50); do
-			kill -0 "$REGISTRY_PID" 2>/dev/null || break
-			if curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1; then
-				export REGISTRY_PORT=$port
-				printf 'insecure_sources: ["127.0.0.1:%s"]\n' "$port" >"$DIST_DIR/sources.yml"
-				return 0
-			fi
-			sleep 0.2
-		done
-		stop_registry
-	done
-	echo "docker-registry did not start:" >&2
-	cat "$DIST_DIR/registry.log" >&2
-	return 1
-}
-
-stop_registry() {
-	[ -n "${REGISTRY_PID:-}" ] || return 0
-	kill "$REGISTRY_PID" 2>/dev/null || true
-	wait "$REGISTRY_PID" 2>/dev/null || true
-	REGISTRY_PID=
+# The minor version of the kwctl on PATH (35 for 1.35.0).
+kwctl_minor() {
+	kwctl --version | sed -n 's/^kwctl 1\.\([0-9]*\).*/\1/p' | head -n 1
 }
 
 @test "make push: the annotated module goes to a registry of our own" {
@@ -128,7 +83,10 @@ stop_registry() {
 		'$i.annotations | del(.["io.kubewarden.kwctl"], .["io.kubewarden.policy.usage"])' >"$DIST_DIR/got"
 	jq -n --argjson m "$metadata" '$m.annotations' >"$DIST_DIR/want"
 	diff -u "$DIST_DIR/want" "$DIST_DIR/got"
-	for key in rules mutating backgroundAudit executionMode contextAwareResources; do
+	local keys=(rules mutating backgroundAudit executionMode contextAwareResources)
+	# kwctl < 1.35 does not know hostCapabilities and leaves it out
+	[ "$(kwctl_minor)" -lt 35 ] || keys+=(hostCapabilities)
+	for key in "${keys[@]}"; do
 		echo "$key"
 		[ "$(jq -c --arg k "$key" '.[$k]' <<<"$inspected")" = "$(jq -c --arg k "$key" '.[$k]' <<<"$metadata")" ]
 	done
@@ -144,6 +102,16 @@ stop_registry() {
 	printf '%s\n' "$output" | grep -qE "^io\.kubewarden\.policy\.version[[:space:]]+${VERSION//./\\.}[[:space:]]*$"
 	# a Usage section, starting with the README's title
 	printf '%s\n' "$output" | sed -n '/^Usage/,$p' | grep -qxF "$(sed -n '1s/^# //p' README.md)"
+}
+
+@test "kwctl annotate: the host capabilities the module calls are those metadata.yml declares (none)" {
+	[ "$(kwctl_minor)" -ge 35 ] || skip "kwctl $(kwctl_minor) < 1.35 neither scans nor keeps hostCapabilities"
+	run kwctl annotate -m metadata.yml -u README.md -o "$BATS_TEST_TMPDIR/annotated.wasm" policy.wasm
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"host capabilities"* ]]
+	kwctl inspect -o yaml "$BATS_TEST_TMPDIR/annotated.wasm" >"$BATS_TEST_TMPDIR/inspect.yml" 2>/dev/null
+	[ "$(yaml_json "$BATS_TEST_TMPDIR/inspect.yml" | jq -c .hostCapabilities)" = '[]' ]
 }
 
 @test "kwctl run registry://...: the same responses as the local module" {
@@ -174,15 +142,18 @@ stop_registry() {
 			--settings-json "$settings" "$REF" >"$scaffold" 2>"$DIST_DIR/scaffold.log" ||
 			{ cat "$DIST_DIR/scaffold.log"; return 1; }
 		cat "$scaffold"
-		# What the scaffold writes, the example says too, but for the module:
-		# the pushed reference there, the published one in the example, of
-		# the same version.
+		# What the scaffold writes, the example says too, but for the module
+		# (the pushed reference there, the published one in the example, of
+		# the same version) and the name of a second policy of the module
+		# (istio-job-sidecar-labelled-pods), which starts with the title.
 		yaml_json "$scaffold" | jq -S . >"$BATS_TEST_TMPDIR/got"
 		jq -S -n --slurpfile s "$BATS_TEST_TMPDIR/got" --argjson e "$(yaml_json "$example")" --arg ref "$REF" '
-			{apiVersion: $e.apiVersion, kind: $e.kind, metadata: $e.metadata,
+			{apiVersion: $e.apiVersion, kind: $e.kind,
+			 metadata: ($e.metadata | .name = $s[0].metadata.name),
 			 spec: ($e.spec | with_entries(select(.key | IN($s[0].spec | keys[]))) | .module = $ref)}' \
 			>"$BATS_TEST_TMPDIR/want"
 		diff -u "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+		[[ "$(yaml_json "$example" | jq -r .metadata.name)" == "$(yaml_json "$scaffold" | jq -r .metadata.name)"* ]]
 		[ "$(yaml_json "$example" | jq -r '.spec.module | split(":") | last')" = "v$VERSION" ]
 		# and kwctl runs it as it runs the module with the example's settings
 		check_example "$scaffold" test_data/cases/job-create-native/request.json "$REF" --sources-path "$SOURCES"

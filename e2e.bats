@@ -861,6 +861,10 @@ run_example() {
 	run_example quit-endpoint.yaml
 }
 
+@test "examples/quit-endpoint-labelled-pods.yaml as the policy: same as the module with its settings" {
+	run_example quit-endpoint-labelled-pods.yaml
+}
+
 # --- this file keeps up with test_data and examples -------------------------
 
 # mode-change-<v>-<M> and mode-change-<v>-<A>-then-<B> are run by

@@ -154,6 +154,11 @@ fn metadata_has_the_contract_rules_and_what_kwctl_needs() {
     assert_eq!(meta["executionMode"], json!("kubewarden-wapc"));
     assert_eq!(meta["contextAwareResources"], json!([]));
     assert_eq!(
+        meta["hostCapabilities"],
+        json!([]),
+        "the policy calls no host capability (kwctl >= 1.35 annotate checks the module against this list)"
+    );
+    assert_eq!(
         meta["backgroundAudit"],
         json!(false),
         "a policy that never rejects gives the audit scanner nothing to report"
@@ -255,6 +260,7 @@ fn examples_match_metadata_and_settings() {
     );
     let mut modes_seen = BTreeSet::new();
     let mut namespace_selector_seen = false;
+    let mut names_seen = BTreeSet::new();
 
     for path in example_files() {
         let rel = rel_name(&path);
@@ -338,7 +344,33 @@ fn examples_match_metadata_and_settings() {
                         == &json!({"key": "sidecar.istio.io/inject", "operator": "NotIn", "values": ["false"]}))),
                 "{at}: no objectSelector skipping sidecar.istio.io/inject=false"
             );
-            namespace_selector_seen |= spec.get("namespaceSelector").is_some();
+            if let Some(selector) = spec.get("namespaceSelector") {
+                namespace_selector_seen = true;
+                // Kubewarden's controller installs only the matchExpressions
+                // of a ClusterAdmissionPolicy's namespaceSelector: matchLabels
+                // would be dropped, and the policy act in every namespace.
+                assert!(
+                    selector.get("matchLabels").is_none(),
+                    "{at}: namespaceSelector.matchLabels is dropped by Kubewarden's controller; write matchExpressions"
+                );
+                assert!(
+                    selector["matchExpressions"]
+                        .as_array()
+                        .is_some_and(|e| !e.is_empty()),
+                    "{at}: a namespaceSelector without matchExpressions selects every namespace"
+                );
+            }
+            // The API server calls mutating webhooks in name order: the
+            // policy's (clusterwide-<name>) must come before Istio's injector
+            // to see Pods before injection.
+            let webhook = format!("clusterwide-{name}");
+            for istio in ["istio-sidecar-injector", "istio-revision-tag-default"] {
+                assert!(
+                    webhook.as_str() < istio,
+                    "{at}: webhook {webhook} sorts after Istio's {istio}"
+                );
+            }
+            names_seen.insert(name.to_owned());
         }
     }
 
@@ -348,6 +380,32 @@ fn examples_match_metadata_and_settings() {
         namespace_selector_seen,
         "examples/ needs a namespaceSelector example for namespace-by-namespace roll-out"
     );
+    // Every example is the policy `istio-job-sidecar` (the title), but the
+    // second quitEndpoint policy, for Pods labelled for injection in
+    // namespaces without the istio-injection label.
+    let title = annotation(&meta, "io.kubewarden.policy.title");
+    assert_eq!(
+        names_seen,
+        BTreeSet::from([title.to_owned(), format!("{title}-labelled-pods")]),
+        "policy names in examples/"
+    );
+    // The companion of quit-endpoint.yaml differs from it only in where it acts.
+    let quit = yaml_file("examples/quit-endpoint.yaml");
+    let labelled = yaml_file("examples/quit-endpoint-labelled-pods.yaml");
+    for key in [
+        "module",
+        "settings",
+        "rules",
+        "mode",
+        "mutating",
+        "failurePolicy",
+        "objectSelector",
+    ] {
+        assert_eq!(
+            labelled["spec"][key], quit["spec"][key],
+            "examples/quit-endpoint-labelled-pods.yaml: spec.{key} vs examples/quit-endpoint.yaml"
+        );
+    }
 }
 
 #[test]

@@ -649,7 +649,7 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
 
     writeln!(
         out,
-        "policy-runner bench: wapc 2.1 + wasmtime-provider 2.13 (wasmtime 38), one process, \
+        "policy-runner bench: wapc 2.1 + wasmtime-provider 2.19 (wasmtime 44), one process, \
          epoch interruption on (2 s timeout) as in policy-server"
     )
     .map_err(io)?;

@@ -1,7 +1,7 @@
 //! policy-runner: an embedded waPC host that runs a Kubewarden policy module
 //! the way Kubewarden's policy-server and `kwctl run` do, built on the same
-//! engine (`wapc` 2.1, `wasmtime-provider` 2.13 = wasmtime 38, `json-patch` 4
-//! for the patch). The CLI (`run`, `demo`, `bench`) and the wasm-level tests
+//! engine (`wapc` 2.1, `wasmtime-provider` 2.19 = wasmtime 44, as Kubewarden
+//! 1.35's kwctl and policy-server; `json-patch` 4 for the patch). The CLI (`run`, `demo`, `bench`) and the wasm-level tests
 //! use this library.
 //!
 //! Features: `engine` (default) is the wasm engine and everything that needs
