@@ -11,6 +11,7 @@ use istio_job_sidecar_policy::policy::{explain, Verdict};
 use istio_job_sidecar_policy::view::{Kind, ANNOTATION_APPLIED};
 use policy_testkit::journey::admission_request;
 use policy_testkit::{check_answer, payload, Order};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 /// Which request of a workload's life an evaluation stands for.
@@ -55,8 +56,11 @@ pub struct Evaluation {
     /// The kind of the request's object (a Job's next Pods are Pods).
     pub kind: Kind,
     pub verdict: Verdict,
-    /// The JSON Patch Kubewarden would send (empty: none).
-    pub patch: Vec<Value>,
+    /// How many operations the JSON Patch Kubewarden would send has.
+    pub operations: usize,
+    /// That patch, as compact JSON, when kept (`Want::patch`): a scan keeps
+    /// only what it writes, so memory stays small per object.
+    pub patch: Option<Box<RawValue>>,
     /// The patch, one line per field of the pod template it touches.
     pub fields: Vec<String>,
     /// The record `istio-job-sidecar/applied` the patch writes, if any.
@@ -68,8 +72,16 @@ pub struct Evaluation {
 
 impl Evaluation {
     pub fn changes(&self) -> bool {
-        !self.patch.is_empty()
+        self.operations > 0
     }
+}
+
+/// What an evaluation keeps besides its description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Want {
+    pub patch: bool,
+    /// The admitted object (the request's with the patch applied).
+    pub admitted: bool,
 }
 
 /// The request for `object` with `operation` (an UPDATE's old object is the
@@ -82,6 +94,7 @@ pub fn evaluate(
     operation: &'static str,
     namespace: &str,
     settings: &Value,
+    want: Want,
 ) -> (Evaluation, Option<Value>) {
     let old = (operation == "UPDATE").then_some(object);
     let mut request = admission_request(operation, object, old);
@@ -92,7 +105,8 @@ pub fn evaluate(
         operation,
         kind,
         verdict: explained.verdict,
-        patch: Vec::new(),
+        operations: 0,
+        patch: None,
         fields: Vec::new(),
         record: None,
         warnings: Vec::new(),
@@ -115,11 +129,14 @@ pub fn evaluate(
     }
     evaluation.fields = describe(kind, object, &patch);
     evaluation.record = written_record(kind, object, &mutated);
-    evaluation.patch = patch
-        .0
-        .iter()
-        .map(|op| serde_json::to_value(op).unwrap_or_default())
-        .collect();
+    evaluation.operations = patch.0.len();
+    if want.patch {
+        let text = serde_json::to_string(&patch).unwrap_or_default();
+        evaluation.patch = RawValue::from_string(text).ok();
+    }
+    if !want.admitted {
+        return (evaluation, None);
+    }
     // The admitted object is the request's with the patch applied, as the
     // API server applies it.
     let mut admitted = object.clone();
@@ -205,10 +222,12 @@ pub fn summary(e: &Evaluation) -> String {
 /// `+` added, `-` removed, `~` replaced; containers by name.
 pub fn describe(kind: Kind, object: &Value, patch: &json_patch::Patch) -> Vec<String> {
     let prefix = kind.template_path();
-    let mut current = object.clone();
+    // The template as each operation finds it (names of containers that
+    // move), the operations applied one by one below the template.
+    let mut current = template(kind, object).clone();
     let mut lines: Vec<String> = Vec::new();
     for op in &patch.0 {
-        let value = serde_json::to_value(op).unwrap_or_default();
+        let mut value = serde_json::to_value(op).unwrap_or_default();
         let path = value["path"].as_str().unwrap_or_default();
         let tokens: Vec<String> = path
             .split('/')
@@ -223,8 +242,7 @@ pub fn describe(kind: Kind, object: &Value, patch: &json_patch::Patch) -> Vec<St
         let inside = tokens.len() >= prefix.len() && tokens.iter().zip(prefix).all(|(t, p)| t == p);
         let described = if inside {
             let rel: Vec<&str> = tokens[prefix.len()..].iter().map(String::as_str).collect();
-            let at = template(kind, &current);
-            describe_in_template(symbol, &rel, added, at)
+            describe_in_template(symbol, &rel, added, &current)
         } else {
             vec![format!("{symbol} {}", tokens.join("."))]
         };
@@ -233,7 +251,17 @@ pub fn describe(kind: Kind, object: &Value, patch: &json_patch::Patch) -> Vec<St
                 lines.push(line);
             }
         }
-        let _ = json_patch::patch(&mut current, &json_patch::Patch(vec![op.clone()]));
+        if inside {
+            let below: String = path
+                .split('/')
+                .skip(1 + prefix.len())
+                .map(|t| format!("/{t}"))
+                .collect();
+            value["path"] = Value::from(below);
+            if let Ok(op) = serde_json::from_value::<json_patch::PatchOperation>(value) {
+                let _ = json_patch::patch(&mut current, &json_patch::Patch(vec![op]));
+            }
+        }
     }
     lines
 }

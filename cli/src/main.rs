@@ -182,6 +182,7 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
         now,
         default_namespace: args.namespace.clone().unwrap_or_else(|| "default".into()),
         progress,
+        keep_patches: args.output == Output::Json,
     };
     let mut scanner = Scanner::new(&config, options);
     if args.inputs.is_empty() {
@@ -224,13 +225,9 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
         eprintln!("error: {at}: {why}");
     }
     let report = report::build(&scan, &config, now);
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let text = match args.output {
-        Output::Json => {
-            let mut text =
-                serde_json::to_string_pretty(&report::json(&report)).map_err(|e| e.to_string())?;
-            text.push('\n');
-            text
-        }
+        Output::Json => String::new(),
         Output::Markdown => report::markdown(&report),
         Output::Table => {
             let color = match args.color {
@@ -244,15 +241,13 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
             report::table(&report, Style { on: color })
         }
     };
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return Err(e.to_string());
+    let written = match args.output {
+        Output::Json => {
+            report::write_json(&report, &mut stdout).and_then(|()| stdout.write_all(b"\n"))
         }
-    }
+        _ => stdout.write_all(text.as_bytes()),
+    };
+    broken_pipe_is_fine(written.and_then(|()| stdout.flush()))?;
     if !scan.invalid.is_empty() {
         return Ok(ERROR);
     }
@@ -263,6 +258,14 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
         FailOn::Warning => totals.with_warnings > 0,
     });
     Ok(if failed { FAIL } else { 0 })
+}
+
+/// Output cut short by the reader (`| head`) is no error.
+fn broken_pipe_is_fine(written: std::io::Result<()>) -> Result<(), String> {
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+        _ => Ok(()),
+    }
 }
 
 fn istio_job_sidecar_istio_name() -> &'static str {

@@ -18,7 +18,7 @@ use istio_job_sidecar_policy::view::Kind;
 use serde_json::Value;
 
 use crate::config::{Config, Sent};
-use crate::evaluate::{evaluate, summary, At};
+use crate::evaluate::{evaluate, summary, At, Want};
 use crate::input::{is_list, sniff, Format, Location, RawDocument, Source, YamlDocuments};
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -205,6 +205,10 @@ impl<'c> Renderer<'c> {
         if let Sent::No(_) = sent {
             return None;
         }
+        let want = Want {
+            patch: false,
+            admitted: true,
+        };
         let (evaluation, admitted) = evaluate(
             At::Create,
             kind,
@@ -212,6 +216,7 @@ impl<'c> Renderer<'c> {
             "CREATE",
             &namespace,
             &self.config.settings,
+            want,
         );
         let who = format!("{kind_name}/{}", metadata["name"].as_str().unwrap_or("?"));
         for warning in &evaluation.warnings {

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use istio_job_sidecar_policy::decide::Skip;
 use istio_job_sidecar_policy::policy::Verdict;
 use istio_job_sidecar_policy::view::Kind;
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{json, Value};
 
 use crate::config::{Config, Sent};
@@ -293,19 +294,93 @@ fn kinds_text(t: &Totals) -> String {
 
 // ------------------------------------------------------------------ JSON
 
-/// `-o json`: the shape documented in the crate's README.
+/// `-o json`: the shape documented in the crate's README, written as it
+/// is made (one object's JSON at a time), members in the documented order.
+pub fn write_json(report: &Report, out: impl std::io::Write) -> std::io::Result<()> {
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"  ");
+    let mut ser = serde_json::Serializer::with_formatter(out, formatter);
+    JsonReport(report)
+        .serialize(&mut ser)
+        .map_err(std::io::Error::other)
+}
+
+/// The whole `-o json` document as a value (for tests).
 pub fn json(report: &Report) -> Value {
+    let mut bytes = Vec::new();
+    let _ = write_json(report, &mut bytes);
+    serde_json::from_slice(&bytes).unwrap_or_default()
+}
+
+struct JsonReport<'r, 's>(&'r Report<'s>);
+struct JsonNamespaces<'r, 's>(&'r Report<'s>);
+struct JsonObjects<'r, 's>(&'r Report<'s>, &'r [usize]);
+
+impl Serialize for JsonReport<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let report = self.0;
+        let scan = report.scan;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("apiVersion", JSON_SHAPE)?;
+        map.serialize_entry("now", &format_rfc3339(report.now))?;
+        map.serialize_entry("sources", &scan.sources)?;
+        map.serialize_entry("settings", &report.config.settings)?;
+        let policy = report
+            .config
+            .policy
+            .as_ref()
+            .map(|p| json!({"file": p.file, "kind": p.kind, "name": p.name}));
+        map.serialize_entry("policy", &policy)?;
+        map.serialize_entry("notes", &report.notes())?;
+        map.serialize_entry("totals", &totals_json(&report.totals(None)))?;
+        map.serialize_entry("otherKinds", &scan.other_kinds)?;
+        map.serialize_entry("stuck", &stuck_json(report))?;
+        map.serialize_entry("namespaces", &JsonNamespaces(report))?;
+        let errors: Vec<Value> = scan
+            .invalid
+            .iter()
+            .map(|(at, why)| {
+                json!({"source": at.source, "document": at.document, "item": at.item, "line": at.line, "message": why})
+            })
+            .collect();
+        map.serialize_entry("errors", &errors)?;
+        map.end()
+    }
+}
+
+impl Serialize for JsonNamespaces<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let report = self.0;
+        let mut seq = s.serialize_seq(Some(report.namespaces.len()))?;
+        for (name, list) in &report.namespaces {
+            struct Namespace<'r, 's>(&'r Report<'s>, &'r str, &'r [usize]);
+            impl Serialize for Namespace<'_, '_> {
+                fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                    let mut map = s.serialize_map(Some(3))?;
+                    map.serialize_entry("name", self.1)?;
+                    map.serialize_entry("totals", &totals_json(&self.0.totals(Some(self.1))))?;
+                    map.serialize_entry("objects", &JsonObjects(self.0, self.2))?;
+                    map.end()
+                }
+            }
+            seq.serialize_element(&Namespace(report, name, list))?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for JsonObjects<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.1.len()))?;
+        for &i in self.1 {
+            seq.serialize_element(&object_json(self.0, i))?;
+        }
+        seq.end()
+    }
+}
+
+fn stuck_json(report: &Report) -> Vec<Value> {
     let scan = report.scan;
-    let t = report.totals(None);
-    let namespaces: Vec<Value> = report
-        .namespaces
-        .iter()
-        .map(|(name, list)| {
-            let objects: Vec<Value> = list.iter().map(|&i| object_json(report, i)).collect();
-            json!({"name": name, "totals": totals_json(&report.totals(Some(name))), "objects": objects})
-        })
-        .collect();
-    let stuck: Vec<Value> = report
+    report
         .stuck
         .iter()
         .map(|s| {
@@ -329,25 +404,7 @@ pub fn json(report: &Report) -> Value {
                 },
             })
         })
-        .collect();
-    let errors: Vec<Value> = scan
-        .invalid
-        .iter()
-        .map(|(at, why)| json!({"source": at.source, "document": at.document, "item": at.item, "line": at.line, "message": why}))
-        .collect();
-    json!({
-        "apiVersion": JSON_SHAPE,
-        "now": format_rfc3339(report.now),
-        "sources": scan.sources,
-        "settings": report.config.settings,
-        "policy": report.config.policy.as_ref().map(|p| json!({"file": p.file, "kind": p.kind, "name": p.name})),
-        "notes": report.notes(),
-        "totals": totals_json(&t),
-        "otherKinds": scan.other_kinds,
-        "stuck": stuck,
-        "namespaces": namespaces,
-        "errors": errors,
-    })
+        .collect()
 }
 
 fn totals_json(t: &Totals) -> Value {
@@ -404,7 +461,11 @@ fn evaluation_json(report: &Report, i: usize, j: usize, e: &Evaluation) -> Value
         "changes": e.changes(),
         "record": e.record,
         "fields": e.fields,
-        "patch": e.patch,
+        "patch": e
+            .patch
+            .as_ref()
+            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .unwrap_or_else(|| json!([])),
         "warnings": e.warnings,
         "broken": e.broken,
     })
@@ -638,9 +699,10 @@ pub fn table(report: &Report, style: Style) -> String {
             .filter(|&i| report.views[i].listed())
             .collect();
         let name_w = column(
-            listed
-                .iter()
-                .map(|&i| scan.objects[i].kind.as_str().len() + 1 + scan.objects[i].name.len()),
+            listed.iter().map(|&i| {
+                let o = &scan.objects[i];
+                o.kind.as_str().len() + 1 + o.name.len() + if o.finished { 11 } else { 0 }
+            }),
             6,
             34,
         );
@@ -760,15 +822,13 @@ fn table_object(
     let policy_col = 2 + name_w + 2 + 9 + 2;
     let mut previous: Option<&[String]> = None;
     for (j, e) in o.evaluations.iter().enumerate() {
-        let object = if j == 0 {
-            format!("{}/{}", o.kind.as_str(), o.name)
-        } else {
-            String::new()
+        let object = match (j, o.finished) {
+            (0, false) => format!("{}/{}", o.kind.as_str(), o.name),
+            // A finished Job makes no more Pods.
+            (0, true) => format!("{}/{} (finished)", o.kind.as_str(), o.name),
+            _ => String::new(),
         };
-        let mut text = report.policy_text(i, j);
-        if e.at == At::NextPods && o.finished {
-            text.push_str(" (Job finished)");
-        }
+        let text = report.policy_text(i, j);
         let reached = !matches!(report.views[i].sent[j], Sent::No(_));
         let lines = wrap(&text, policy_col, policy_col);
         for (k, line) in lines.iter().enumerate() {

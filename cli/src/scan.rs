@@ -10,6 +10,7 @@
 //! either way. Only the object's summary is kept, so memory grows with the
 //! number of objects, not their size.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -18,7 +19,7 @@ use policy_testkit::controllers::{job_from_cronjob, pod_from_job};
 use serde_json::{Map, Value};
 
 use crate::config::{Config, Sent};
-use crate::evaluate::{evaluate, At, Evaluation};
+use crate::evaluate::{evaluate, At, Evaluation, Want};
 use crate::input::{Found, Location};
 use crate::stuck::{stuck, Stuck};
 
@@ -63,6 +64,8 @@ pub struct Options {
     /// The namespace of objects that name none (`--namespace`, else `default`).
     pub default_namespace: String,
     pub progress: bool,
+    /// Keep each patch (for `-o json`).
+    pub keep_patches: bool,
 }
 
 pub struct Scanner<'c> {
@@ -202,14 +205,17 @@ impl<'c> Scanner<'c> {
     fn evaluate(&self, at: At, kind: Kind, object: &Value, namespace: &str) -> (Evaluation, Sent) {
         let settings = &self.config.settings;
         let (kind, object, operation) = match at {
-            At::Create => (kind, object.clone(), "CREATE"),
-            At::Update => (kind, object.clone(), "UPDATE"),
-            At::NextPods => (Kind::Pod, pod_from_job(object, 0), "CREATE"),
-            At::NextJobs => (
-                Kind::Job,
-                job_from_cronjob(object, self.options.now.div_euclid(60)),
-                "CREATE",
-            ),
+            At::Create => (kind, Cow::Borrowed(object), "CREATE"),
+            At::Update => (kind, Cow::Borrowed(object), "UPDATE"),
+            At::NextPods => (Kind::Pod, Cow::Owned(pod_from_job(object, 0)), "CREATE"),
+            At::NextJobs => {
+                let minute = self.options.now.div_euclid(60);
+                (
+                    Kind::Job,
+                    Cow::Owned(job_from_cronjob(object, minute)),
+                    "CREATE",
+                )
+            }
         };
         let (group, resource) = match kind {
             Kind::Job => ("batch", "jobs"),
@@ -219,7 +225,11 @@ impl<'c> Scanner<'c> {
         let sent = self
             .config
             .sent_for_object(resource, group, operation, &object, namespace);
-        let (evaluation, _) = evaluate(at, kind, &object, operation, namespace, settings);
+        let want = Want {
+            patch: self.options.keep_patches,
+            admitted: false,
+        };
+        let (evaluation, _) = evaluate(at, kind, &object, operation, namespace, settings, want);
         (evaluation, sent)
     }
 }
