@@ -137,6 +137,46 @@ fn a_cluster_dump_as_json() {
     assert_eq!(value["stuck"][1]["cronJob"], "CronJob/report");
 }
 
+/// `kubectl get -o yaml` prints the same List as YAML: the same report.
+#[test]
+fn the_same_dump_as_yaml_gives_the_same_report() {
+    let text = std::fs::read_to_string(data("cluster.json")).unwrap();
+    let list: Value = serde_json::from_str(&text).unwrap();
+    let yaml = serde_yaml::to_string(&list).unwrap();
+    let from_json = run(&["scan", &data("cluster.json"), "--now", NOW, "-o", "json"]);
+    let from_yaml = run_with_stdin(&["scan", "-", "--now", NOW, "-o", "json"], yaml.as_bytes());
+    let mut a: Value = serde_json::from_str(&stdout(&from_json)).unwrap();
+    let mut b: Value = serde_json::from_str(&stdout(&from_yaml)).unwrap();
+    for report in [&mut a, &mut b] {
+        report["sources"] = json!(null);
+        for ns in report["namespaces"].as_array_mut().unwrap() {
+            for o in ns["objects"].as_array_mut().unwrap() {
+                o["source"] = json!(null);
+            }
+        }
+    }
+    assert!(a == b, "{}", policy_testkit::differences(&a, &b));
+}
+
+#[test]
+fn colours_only_when_asked_or_on_a_terminal() {
+    let coloured = run(&[
+        "scan",
+        &data("cluster.json"),
+        "--now",
+        NOW,
+        "--color",
+        "always",
+    ]);
+    assert!(stdout(&coloured).contains("\x1b[31m"), "stuck in red");
+    let piped = tool()
+        .args(["scan", &data("cluster.json"), "--now", NOW])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(!stdout(&piped).contains('\x1b'));
+}
+
 #[test]
 fn a_cluster_dump_as_markdown() {
     let out = run(&[
