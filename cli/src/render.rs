@@ -330,3 +330,35 @@ pub fn render_text<'c>(config: &'c Config, text: &str) -> (String, Renderer<'c>)
     let _ = renderer.stream("-", text.as_bytes(), &mut out);
     (String::from_utf8_lossy(&out).into_owned(), renderer)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_edited_document_keeps_its_key_order_and_reads_back_as_the_object() {
+        let before: serde_yaml::Value = serde_yaml::from_str(
+            "kind: Job\nmetadata: {name: j}\nspec:\n  z: 1\n  a: [{name: x, b: 2, a: 1}]\n",
+        )
+        .unwrap();
+        let after = json!({"kind": "Job", "metadata": {"name": "j", "annotations": {"k": "v"}},
+                           "spec": {"a": [{"a": 1, "b": 3, "name": "x"}], "z": 1}});
+        let laid = ordered(&after, Some(&before));
+        assert_eq!(
+            serde_yaml::to_string(&laid).unwrap(),
+            "kind: Job\nmetadata:\n  name: j\n  annotations:\n    k: v\nspec:\n  z: 1\n  a:\n  - name: x\n    b: 3\n    a: 1\n"
+        );
+        assert_eq!(serde_json::to_value(&laid).unwrap(), after);
+    }
+
+    #[test]
+    fn the_leading_comments_and_marker_stay() {
+        let doc = b"---\n# Source: chart/templates/job.yaml\n\napiVersion: batch/v1\n# inner\n";
+        assert_eq!(
+            leading_lines(doc),
+            b"---\n# Source: chart/templates/job.yaml\n\n".to_vec()
+        );
+        assert_eq!(leading_lines(b"--- {a: 1}\n"), Vec::<u8>::new());
+    }
+}
