@@ -189,6 +189,9 @@ fn read_settings(text: &str) -> Result<Value, String> {
     let (text, what) = if path.is_file() {
         let text = std::fs::read_to_string(path).map_err(|e| format!("--settings {text}: {e}"))?;
         (text, format!("--settings {}", path.display()))
+    } else if [".json", ".yaml", ".yml"].iter().any(|e| text.ends_with(e)) && !text.contains('\n') {
+        // A file name, not settings: say so rather than validate the name.
+        return Err(format!("--settings {text}: no such file"));
     } else {
         (text.to_owned(), "--settings".to_owned())
     };
@@ -426,6 +429,8 @@ mod tests {
         let err = Config::load(Some("mode: native"), None, "kubewarden").unwrap_err();
         assert!(err.contains("mode: unknown value \"native\""), "{err}");
         let ok = Config::load(Some("{\"mode\": \"quitEndpoint\"}"), None, "kubewarden").unwrap();
+        let missing = Config::load(Some("settigns.yaml"), None, "kubewarden").unwrap_err();
+        assert_eq!(missing, "--settings settigns.yaml: no such file");
         assert_eq!(ok.parsed.mode.as_str(), "quitEndpoint");
     }
 }
