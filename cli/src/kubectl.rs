@@ -108,7 +108,10 @@ impl Kubectl {
             .wait()
             .map_err(|e| format!("kubectl: {e}"))?;
         let said = errors.join().unwrap_or_default();
-        let last: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
+        let lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
+        // kubectl's own message, without its log lines (`E1201 12:00:00.000 ...`).
+        let messages: Vec<&str> = lines.iter().copied().filter(|l| !is_log_line(l)).collect();
+        let last = if messages.is_empty() { lines } else { messages };
         let tail = last
             .iter()
             .rev()
@@ -131,7 +134,7 @@ impl Kubectl {
         }
         if !status.success() {
             return Err(format!(
-                "`{name}` failed ({status}){}",
+                "`{name}` failed ({status}){}\n(to scan without a cluster, give files, directories or - for stdin)",
                 if tail.is_empty() {
                     String::new()
                 } else {
@@ -141,6 +144,15 @@ impl Kubectl {
         }
         read.map_err(|e| format!("reading kubectl's output: {e}"))
     }
+}
+
+/// A klog line: a severity letter, the date (`MMDD`) and a time.
+fn is_log_line(line: &str) -> bool {
+    let b = line.as_bytes();
+    b.len() > 6
+        && matches!(b[0], b'E' | b'W' | b'I' | b'F')
+        && b[1..5].iter().all(u8::is_ascii_digit)
+        && b[5] == b' '
 }
 
 /// Notes when the first byte arrives.
