@@ -555,6 +555,29 @@ fn render_writes_the_admitted_object() {
     }
 }
 
+/// Helm 3.21 and later mark each manifest it sends a post-renderer with the
+/// template it came from, and read the mark back: it must stay.
+#[test]
+fn render_keeps_helms_filename_mark() {
+    let job = std::fs::read_to_string(data("manifests/job-pi.yaml")).unwrap();
+    let marked = job.replacen(
+        "metadata:\n  name: pi\n",
+        "metadata:\n  annotations:\n    postrenderer.helm.sh/postrender-filename: batch/templates/job-pi.yaml\n  name: pi\n",
+        1,
+    );
+    assert_ne!(marked, job);
+    let out = run_with_stdin(&["render", "-q"], marked.as_bytes());
+    let rendered: Value = serde_yaml::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        rendered["metadata"]["annotations"]["postrenderer.helm.sh/postrender-filename"],
+        "batch/templates/job-pi.yaml"
+    );
+    assert_ne!(
+        rendered["spec"]["template"]["metadata"]["annotations"],
+        Value::Null
+    );
+}
+
 #[test]
 fn render_keeps_key_order_and_fails_on_a_broken_document() {
     let fixture = root().join("test_data/fixtures/istio-job-kube-injected-classic.yaml");
