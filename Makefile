@@ -6,7 +6,7 @@ VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1
 OCI_REPOSITORY ?= ghcr.io/example/policies/istio-job-sidecar
 SOURCES     := $(shell find src -name '*.rs' -o -name '*.sh') Cargo.toml Cargo.lock
 
-.PHONY: all test unit-tests golden wasm-tests e2e-tests distribution-tests server-tests webhook-tests fmt lint clean demo bench floors runner
+.PHONY: all test unit-tests golden wasm-tests e2e-tests distribution-tests server-tests webhook-tests fmt lint clean demo bench floors runner cli scan-bench
 
 all: annotated-policy.wasm
 
@@ -51,13 +51,18 @@ lint:
 	@# the runner as `make demo` builds it, without its engine
 	cargo clippy -p policy-demo --all-targets --locked -- -D warnings
 
+# The policy crate, then the operator's tool (cli/), built from it: its
+# tests run the real kubectl when there is one (REQUIRE_TOOLS=1: they must).
 unit-tests:
 	cargo test --locked
+	cargo test --locked -p istio-job-sidecar-cli
 
-# Rewrites test_data/cases/*/expected.json from what the policy does now:
-# review the diff before committing it.
+# Rewrites test_data/cases/*/expected.json and the tool's outputs
+# (cli/tests/golden/) from what the policy does now: review the diff before
+# committing it.
 golden:
 	UPDATE_GOLDEN=1 cargo test --locked --test golden
+	UPDATE_GOLDEN=1 cargo test --locked -p istio-job-sidecar-cli --test cli
 
 test: fmt lint unit-tests wasm-tests
 
@@ -170,6 +175,24 @@ bench-kwctl: bench-kwctl-check policy.wasm floors runner
 	python3 runner/bench_kwctl.py --kwctl $(KWCTL) --cases $(BENCH_CASES) --policy policy.wasm \
 		--floor-sdk-parse $(FLOOR_DIR)/floor_sdk_parse.wasm \
 		--floor-sdk-mutate $(FLOOR_DIR)/floor_sdk_mutate.wasm $(KWCTL_BENCH_FLAGS)
+
+# --- The operator's tool: kubectl istio-job-sidecar (cli/) -------------------
+# `cargo install --path cli` puts kubectl-istio_job_sidecar on PATH; this
+# builds the same binary into target/release/.
+CLI := target/release/kubectl-istio_job_sidecar
+SCAN_BENCH_OBJECTS ?= 20000
+
+cli:
+	cargo build --release --locked -p istio-job-sidecar-cli
+	@echo "$(CLI)"
+
+# A cluster dump of SCAN_BENCH_OBJECTS objects (cli/tests/data/make_large.py),
+# scanned under /usr/bin/time -v: the wall clock and peak memory the README quotes.
+scan-bench: cli
+	python3 cli/tests/data/make_large.py $(SCAN_BENCH_OBJECTS) > target/scan-bench.json
+	@ls -l target/scan-bench.json
+	/usr/bin/time -v $(CLI) scan target/scan-bench.json -o json > target/scan-bench.out 2> target/scan-bench.time; \
+		rc=$$?; grep -E 'Elapsed|Maximum resident|Exit status' target/scan-bench.time; exit $$rc
 
 # --- Reliability (issue 4, RELIABILITY.md) ------------------------------------
 # tests/properties.rs runs 2,000 cases per property in `make test`; the long

@@ -865,6 +865,31 @@ run_example() {
 	run_example quit-endpoint-labelled-pods.yaml
 }
 
+# --- kubectl istio-job-sidecar (cli/): its answers are the module's ---------
+
+# The tool runs the policy crate natively, kwctl the module: every patch and
+# warning `scan -o json` reports for a CREATE or UPDATE of an object of its
+# inputs (kubectl's, a cluster dump, Istio's kube-inject outputs) must be
+# what kwctl answers for the same request (cli/tests/kwctl_agrees.py).
+scan_agrees_with_kwctl() {
+	local settings="$1" cli="${CLI:-target/debug/kubectl-istio_job_sidecar}" scan
+	[ -n "${CLI:-}" ] || cargo build --locked -q -p istio-job-sidecar-cli
+	scan="$BATS_TEST_TMPDIR/scan.json"
+	"$cli" scan cli/tests/data/manifests cli/tests/data/kustomized.yaml cli/tests/data/cluster.json \
+		test_data/fixtures --settings "$settings" --now 2025-12-08T16:32:00Z -o json >"$scan"
+	run python3 cli/tests/kwctl_agrees.py "$scan" "$settings" "$POLICY"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "kubectl istio-job-sidecar scan: its patches and warnings are kwctl's (nativeSidecar)" {
+	scan_agrees_with_kwctl '{}'
+}
+
+@test "kubectl istio-job-sidecar scan: its patches and warnings are kwctl's (quitEndpoint)" {
+	scan_agrees_with_kwctl '{"mode":"quitEndpoint"}'
+}
+
 # --- this file keeps up with test_data and examples -------------------------
 
 # mode-change-<v>-<M> and mode-change-<v>-<A>-then-<B> are run by
