@@ -87,15 +87,14 @@
 //!
 //! Properties 1-5 run 2,000 cases by default, 11 half as many, 8 to 10 a
 //! quarter, 6 and 7 an eighth (each of their cases covers all 16 pairs of
-//! modes);
-//! `PROPTEST_CASES=50000` (or `make proptest-long`) runs more.
+//! modes); `PROPTEST_CASES=50000` (or `make proptest-long`) runs more.
 //! `generators_reach_the_interesting_cases` checks that the generators
 //! reach every branch that matters (moves, merges, wraps, each form of
 //! record undone, refusals and their reasons, unreadable and legacy
 //! records, the owner's mode set and removed, injection off, the native
-//! annotation's cases, every outcome of a journey). A failing case is saved by proptest in
-//! `tests/properties/main.proptest-regressions` and replayed first on
-//! every run: commit that file.
+//! annotation's cases, every outcome of a journey). A failing case is
+//! saved by proptest in `tests/properties/main.proptest-regressions` and
+//! replayed first on every run: commit that file.
 
 mod generators;
 mod journeys;
