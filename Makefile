@@ -33,7 +33,8 @@ policy.wasm: $(SOURCES)
 		cp $(RELEASE_DIR)/$(CRATE).wasm policy.wasm; \
 	fi
 
-# The module's size against its budget (issue 3: at most 400 KiB).
+# The module's size against its budget: at most 400 KiB, the size a module
+# kwctl and policy-server fetch and compile for every policy-server start.
 .PHONY: size-check
 size-check: policy.wasm
 	@size=$$(wc -c < policy.wasm); \
@@ -194,8 +195,8 @@ scan-bench: cli
 	/usr/bin/time -v $(CLI) scan target/scan-bench.json -o json > target/scan-bench.out 2> target/scan-bench.time; \
 		rc=$$?; grep -E 'Elapsed|Maximum resident|Exit status' target/scan-bench.time; exit $$rc
 
-# --- Reliability (issue 4, RELIABILITY.md) ------------------------------------
-# tests/properties.rs runs 2,000 cases per property in `make test`; the long
+# --- Reliability (RELIABILITY.md) --------------------------------------------
+# tests/properties/ runs its default cases per property in `make test`; the long
 # mode runs PROPTEST_LONG_CASES each, optimized (the `host` profile: -O3, no LTO).
 PROPTEST_LONG_CASES ?= 50000
 

@@ -18,6 +18,8 @@ pub const ANNOTATION_QUIT_WRAPPED: &str = "istio-job-sidecar/quit-wrapped";
 pub const ANNOTATION_STATUS: &str = "sidecar.istio.io/status";
 pub const ANNOTATION_NATIVE_SIDECAR: &str = "sidecar.istio.io/nativeSidecar";
 pub const ANNOTATION_PROXY_CONFIG: &str = "proxy.istio.io/config";
+/// The key exitOnJobCompletion merges into `proxy.istio.io/config`.
+pub const EXIT_ON_JOB_COMPLETION: &str = "exitOnJobCompletion";
 /// pilot-agent's status port for this pod, when not the mesh default.
 pub const ANNOTATION_STATUS_PORT: &str = "status.sidecar.istio.io/port";
 /// Both a label (preferred by Istio) and a legacy annotation.

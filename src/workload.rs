@@ -290,48 +290,6 @@ impl<'a> Workload<'a> {
     }
 }
 
-/// The pod template of `object` in the edit tree.
-pub fn template_mut<'n, 'a>(
-    kind: Kind,
-    object: &'n mut Node<'a>,
-) -> Result<&'n mut Node<'a>, ShapeError> {
-    object
-        .path_mut(kind.template_path())?
-        .ok_or_else(|| ShapeError(format!("{} has no pod template", kind.as_str())))
-}
-
-/// `metadata.annotations` of `owner` (a template or the jobTemplate),
-/// created when absent.
-pub fn annotations_mut<'n, 'a>(owner: &'n mut Node<'a>) -> Result<&'n mut Node<'a>, ShapeError> {
-    owner.object_entry("metadata")?.object_entry("annotations")
-}
-
-/// Remove the annotations `keys` of `owner` (a template or the
-/// jobTemplate); an emptied `annotations`, then an emptied `metadata`, go
-/// too, as the API server drops empty maps. True when one was removed.
-pub fn remove_annotations(owner: &mut Node, keys: &[&str]) -> Result<bool, ShapeError> {
-    let Some(metadata) = owner.get_mut("metadata")? else {
-        return Ok(false);
-    };
-    let Some(annotations) = metadata.get_mut("annotations")? else {
-        return Ok(false);
-    };
-    let members = annotations.members_mut()?;
-    let before = members.len();
-    members.retain(|(k, _)| !keys.contains(&k.as_ref()));
-    if members.len() == before {
-        return Ok(false);
-    }
-    if members.is_empty() {
-        let members = metadata.members_mut()?;
-        members.retain(|(k, _)| k != "annotations");
-        if members.is_empty() {
-            owner.members_mut()?.retain(|(k, _)| k != "metadata");
-        }
-    }
-    Ok(true)
-}
-
 /// A JSON path for messages (`spec.template.spec.containers[1]`), built
 /// on the stack and written out only when there is an error to report.
 #[derive(Clone, Copy)]

@@ -1,4 +1,4 @@
-//! The golden cases of mode changes (issue 11), held to the laws whole-object.
+//! The golden cases of mode changes, held to the laws whole-object.
 //!
 //! test_data/make_cases.py writes, for each variant `<v>` of a CronJob x
 //! (plain: no proxy config; yaml and json: a proxy config in that form;
@@ -408,7 +408,7 @@ fn mode_change_equals_the_new_mode_on_the_original() {
     }
     assert!(
         broken.is_empty(),
-        "{}\n{} cases break the laws of issue 11",
+        "{}\n{} cases break the laws of a change of mode",
         broken.join("\n"),
         broken.len()
     );

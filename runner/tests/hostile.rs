@@ -1,4 +1,4 @@
-//! Hostile input at the wasm level (issue 4): `./policy.wasm` through the
+//! Hostile input at the wasm level: `./policy.wasm` through the
 //! same engine Kubewarden uses, on payloads built to break it.
 //!
 //! For each: the call must return (never a trap or a guest error), with an
@@ -10,7 +10,7 @@
 //! memory (observed through the runner's probing engine on a fresh instance)
 //! are printed; there are no timing assertions.
 //!
-//! Issue 11's record `istio-job-sidecar/applied` gets its own (the last
+//! The record `istio-job-sidecar/applied` gets its own (the last
 //! four tests): 1 MiB records of each form, 10,000-deep JSON, an
 //! exitOnJobCompletion record whose inserted text occurs up to 100,000
 //! times in the config, a move record whose `from` is no 32-bit index, a

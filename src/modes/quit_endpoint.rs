@@ -16,11 +16,10 @@
 //! the kubelet restarts the program in the same pod, which still needs its
 //! proxy; `always` otherwise.
 
-use super::{Outcome, RecordEdit, Target, Undone};
 use crate::json::{Node, ShapeError};
+use crate::modes::target::{Outcome, RecordEdit, Target, Undone};
 use crate::record::Applied;
 use crate::warning;
-use crate::workload::template_mut;
 
 /// The wrapper script (`sh -c` text). No `$(` and no `$$` in it, as
 /// Kubernetes would expand those.
@@ -42,14 +41,18 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
     // classic unless the Pod or the mesh asks for native, and then only
     // the wrapper ends it.
     let sidecar = t.settings.sidecar_container_name.as_str();
-    let apps: Vec<(usize, &str)> = t
-        .workload
+    let view = t.template.view()?;
+    let apps: Vec<(usize, String)> = view
         .containers()
         .iter()
         .enumerate()
         .filter(|(_, c)| c.name.as_deref() != Some(sidecar))
-        .map(|(i, c)| (i, c.name.as_deref().unwrap_or_default()))
+        .map(|(i, c)| (i, c.name.as_deref().unwrap_or_default().to_owned()))
         .collect();
+    let when = match view.spec.restart_policy.as_deref() {
+        Some("OnFailure") => ON_SUCCESS,
+        _ => ALWAYS,
+    };
     let (index, name) = match apps.as_slice() {
         [] => {
             return Ok(nothing_wrapped(
@@ -57,12 +60,8 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
                 "quitEndpoint: no application container to wrap".into(),
             ))
         }
-        [one] => *one,
+        [(index, name)] => (*index, name.as_str()),
         several => return several_apps(t, several),
-    };
-    let when = match t.workload.spec.restart_policy.as_deref() {
-        Some("OnFailure") => ON_SUCCESS,
-        _ => ALWAYS,
     };
     let prefix = [
         SHELL,
@@ -76,9 +75,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         container: name.to_owned(),
     };
 
-    let template = template_mut(t.kind, t.object)?;
-    let container = container_mut(template, index)?;
-    let Some(command) = read_command(container)? else {
+    let Some(command) = read_command(t.template.item("containers", index)?)? else {
         return Ok(nothing_wrapped(t, no_command(name)));
     };
     let original = match original_command(&command) {
@@ -103,7 +100,9 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         .map(|s| (*s).to_owned())
         .chain(original.iter().cloned())
         .collect();
-    container.set("command", Node::Value(string_array(&wrapped)))?;
+    t.template
+        .item("containers", index)?
+        .set("command", Node::Value(string_array(&wrapped)))?;
     Ok(Outcome::applied(applied))
 }
 
@@ -115,7 +114,8 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
 /// not what this mode left.
 pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
     let named: Vec<usize> = t
-        .workload
+        .template
+        .view()?
         .containers()
         .iter()
         .enumerate()
@@ -128,8 +128,7 @@ pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
         [] => return Ok(Undone::Done { changed: false }),
         _ => return Ok(Undone::Refused("container not in the pod once".into())),
     };
-    let template = template_mut(t.kind, t.object)?;
-    let node = container_mut(template, index)?;
+    let node = t.template.item("containers", index)?;
     let command = read_command(node)?;
     match command.as_deref().and_then(original_command) {
         Some([]) => Ok(Undone::Refused("the wrapper holds no command".into())),
@@ -166,15 +165,14 @@ fn string_array(strings: &[String]) -> serde_json::Value {
 /// Several application containers: the first to end would stop the proxy
 /// under the others, so none is wrapped, and a wrapper left from an earlier
 /// pass (a container added to a CronJob later) is taken off again.
-fn several_apps(t: &mut Target, apps: &[(usize, &str)]) -> Result<Outcome, ShapeError> {
+fn several_apps(t: &mut Target, apps: &[(usize, String)]) -> Result<Outcome, ShapeError> {
     let mut outcome = Outcome::unchanged_because(format!(
         "quitEndpoint wraps a single app container, this pod has {}: not wrapped; \
          consider nativeSidecar",
         apps.len()
     ));
-    let template = template_mut(t.kind, t.object)?;
     for &(index, _) in apps {
-        let container = container_mut(template, index)?;
+        let container = t.template.item("containers", index)?;
         let Some(command) = read_command(container)? else {
             continue;
         };
@@ -187,18 +185,6 @@ fn several_apps(t: &mut Target, apps: &[(usize, &str)]) -> Result<Outcome, Shape
         outcome.record = RecordEdit::Remove;
     }
     Ok(outcome)
-}
-
-fn container_mut<'n, 'a>(
-    template: &'n mut Node<'a>,
-    index: usize,
-) -> Result<&'n mut Node<'a>, ShapeError> {
-    template
-        .path_mut(&["spec", "containers"])?
-        .ok_or_else(|| ShapeError("pod template has no containers".into()))?
-        .items_mut()?
-        .get_mut(index)
-        .ok_or_else(|| ShapeError("containers changed under the view".into()))
 }
 
 /// The container's `command`; `None` when absent, null or empty (the
@@ -237,8 +223,8 @@ fn no_command(name: &str) -> String {
 mod tests {
     use super::*;
     use crate::settings::{Mode, Settings};
+    use crate::template::Template;
     use crate::view::{Kind, ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
-    use crate::workload::Workload;
     use rstest::rstest;
     use serde_json::{json, Value};
 
@@ -270,11 +256,9 @@ mod tests {
         let text = object.to_string();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
         let mut node = Node::raw(raw);
-        let workload = Workload::read(kind, &mut node).unwrap().unwrap();
-        let (changed, warnings) = crate::policy::undo_then_apply(
-            kind,
-            workload,
-            &mut node,
+        let mut template = Template::read(kind, &mut node).unwrap().unwrap();
+        let (changed, warnings) = crate::modes::change::undo_then_apply(
+            &mut template,
             settings,
             Some(Mode::QuitEndpoint),
         )
@@ -496,12 +480,10 @@ mod tests {
         let text = object.to_string();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
         let mut node = Node::raw(raw);
-        let workload = Workload::read(Kind::Job, &mut node).unwrap().unwrap();
+        let mut template = Template::read(Kind::Job, &mut node).unwrap().unwrap();
         let settings = Settings::default();
         let mut target = Target {
-            kind: Kind::Job,
-            workload: &workload,
-            object: &mut node,
+            template: &mut template,
             settings: &settings,
             record: None,
         };
