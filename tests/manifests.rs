@@ -590,7 +590,10 @@ fn markdown_pages() -> Vec<PathBuf> {
             .collect();
         entries.sort();
         for path in entries {
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
             if name.starts_with('.') || ["target", "corpus", "artifacts"].contains(&name) {
                 continue;
             }
@@ -672,7 +675,11 @@ fn anchors(text: &str) -> BTreeSet<String> {
     for heading in headings(text) {
         let base = slug(&heading);
         let n = seen.entry(base.clone()).or_insert(0);
-        out.insert(if *n == 0 { base.clone() } else { format!("{base}-{n}") });
+        out.insert(if *n == 0 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        });
         *n += 1;
     }
     out
@@ -701,7 +708,12 @@ fn link_targets(text: &str) -> Vec<String> {
 #[test]
 fn every_relative_link_of_the_documents_lands() {
     let pages = markdown_pages();
-    for must in ["README.md", "DEVELOPING.md", "docs/facts.md", "docs/performance.md"] {
+    for must in [
+        "README.md",
+        "DEVELOPING.md",
+        "docs/facts.md",
+        "docs/performance.md",
+    ] {
         assert!(
             pages.iter().any(|p| p == Path::new(must)),
             "{must} is missing"
@@ -730,13 +742,17 @@ fn every_relative_link_of_the_documents_lands() {
             };
             let full = root().join(&file);
             if !full.exists() {
-                broken.push(format!("{}: {target}: no {}", page.display(), file.display()));
+                broken.push(format!(
+                    "{}: {target}: no {}",
+                    page.display(),
+                    file.display()
+                ));
                 continue;
             }
             if let Some(anchor) = anchor {
                 let is_markdown = full.extension().is_some_and(|e| e == "md");
-                let known = is_markdown
-                    && anchors(&fs::read_to_string(&full).unwrap()).contains(anchor);
+                let known =
+                    is_markdown && anchors(&fs::read_to_string(&full).unwrap()).contains(anchor);
                 if !known {
                     broken.push(format!(
                         "{}: {target}: no heading #{anchor} in {}",
@@ -757,7 +773,9 @@ fn every_pointer_to_the_facts_lands() {
     let facts = read("docs/facts.md");
     let known: BTreeSet<String> = headings(&facts).into_iter().collect();
     let mut missing = Vec::new();
-    for dir in ["src", "testkit", "tests", "runner", "cli", "fuzz/src", "harness"] {
+    for dir in [
+        "src", "testkit", "tests", "runner", "cli", "fuzz/src", "harness",
+    ] {
         let mut stack = vec![root().join(dir)];
         while let Some(path) = stack.pop() {
             if path.is_dir() {
@@ -767,7 +785,9 @@ fn every_pointer_to_the_facts_lands() {
                 stack.extend(fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
                 continue;
             }
-            let Ok(text) = fs::read_to_string(&path) else { continue };
+            let Ok(text) = fs::read_to_string(&path) else {
+                continue;
+            };
             let mut rest = text.as_str();
             while let Some(at) = rest.find("facts.md, \"") {
                 let after = &rest[at + "facts.md, \"".len()..];
