@@ -33,17 +33,16 @@
 //! mark of earlier versions is undone like a record.
 
 use policy_testkit::differences;
+use policy_testkit::names::{
+    APPLIED as RECORD_KEY, MODE as MODE_KEY, NATIVE as NATIVE_KEY, OWNER_MODE as OWNER_MODE_KEY,
+    QUIT_WRAPPED as LEGACY_KEY,
+};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const MODES: [&str; 3] = ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"];
 const DISABLED: &str = "disabled";
-const MODE_KEY: &str = "istio-job-sidecar/mode";
-const OWNER_MODE_KEY: &str = "istio-job-sidecar/owner-mode";
-const RECORD_KEY: &str = "istio-job-sidecar/applied";
-const LEGACY_KEY: &str = "istio-job-sidecar/quit-wrapped";
-const NATIVE_KEY: &str = "sidecar.istio.io/nativeSidecar";
 /// Variants with a second pass for every pair (A, B): A a mode, B a mode or
 /// disabled. Other variants may have some pairs only.
 const FULL_VARIANTS: [&str; 4] = ["plain", "yaml", "json", "injected"];

@@ -45,17 +45,14 @@
 //! stored scenario) checks the laws on objects that are not well typed or
 //! named too.
 
-use crate::records::{is_wrapped, APPLIED, QUIT_WRAPPED};
+use crate::records::is_wrapped;
 use crate::{Input, Kind};
 use arbitrary::Arbitrary;
+use policy_testkit::names::{
+    APPLIED, INJECT, MODE as MODE_ANNOTATION, OWNER_MODE, QUIT_WRAPPED, STATUS,
+};
 use policy_testkit::{check_answer, differences, payload, Order};
 use serde_json::{json, Map, Value};
-
-const MODE_ANNOTATION: &str = "istio-job-sidecar/mode";
-/// The owner's mode the policy carries down to the pod template.
-const OWNER_MODE: &str = "istio-job-sidecar/owner-mode";
-const INJECT: &str = "sidecar.istio.io/inject";
-const STATUS: &str = "sidecar.istio.io/status";
 
 #[derive(Debug, Arbitrary, Clone, Copy, PartialEq, Eq)]
 pub enum WorkloadKind {
@@ -270,7 +267,7 @@ impl Shape {
                             *annotations = json!({});
                         }
                         if let Value::Object(annotations) = annotations {
-                            annotations.insert("sidecar.istio.io/status".into(), status.into());
+                            annotations.insert(STATUS.into(), status.into());
                         }
                     }
                 }
