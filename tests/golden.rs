@@ -5,6 +5,7 @@
 //! `make golden` (`UPDATE_GOLDEN=1 cargo test --test golden`) rewrites
 //! expected.json from what the policy does now; review the diff.
 
+use policy_testkit::names::{APPLIED, NATIVE, STATUS};
 use policy_testkit::{check_answer, check_fixed_point, golden, payload, Order};
 use rstest::rstest;
 use serde_json::{json, Value};
@@ -102,17 +103,14 @@ fn move_matches_istio_native_injection() {
     let annotations = moved["spec"]["template"]["metadata"]["annotations"]
         .as_object_mut()
         .unwrap();
-    let record = annotations.remove("istio-job-sidecar/applied").unwrap();
+    let record = annotations.remove(APPLIED).unwrap();
     let record: Value = serde_json::from_str(record.as_str().unwrap()).unwrap();
     assert_eq!(record["mode"], "nativeSidecar");
-    assert_eq!(
-        annotations.remove("sidecar.istio.io/nativeSidecar"),
-        Some(json!("true"))
-    );
-    assert_eq!(record["annotation"], "sidecar.istio.io/nativeSidecar");
+    assert_eq!(annotations.remove(NATIVE), Some(json!("true")));
+    assert_eq!(record["annotation"], NATIVE);
     assert_eq!(
         record["status"],
-        classic["spec"]["template"]["metadata"]["annotations"]["sidecar.istio.io/status"]
+        classic["spec"]["template"]["metadata"]["annotations"][STATUS]
     );
     assert_eq!(moved, native);
 }

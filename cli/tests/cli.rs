@@ -13,6 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use policy_testkit::journey::{admission_request, apply_patch, Admission, Validate};
+use policy_testkit::names::{MODE, NATIVE};
 use serde_json::{json, Value};
 
 const NOW: &str = "2025-12-08T16:32:00Z";
@@ -294,7 +295,7 @@ fn fail_on_gates_have_their_own_exit_code() {
     );
     let settle = json!({"apiVersion": "v1", "kind": "List", "items": [{
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
-        "spec": {"template": {"metadata": {"annotations": {"istio-job-sidecar/mode": "disabled"}},
+        "spec": {"template": {"metadata": {"annotations": {MODE: "disabled"}},
                  "spec": {"restartPolicy": "Never", "containers": [{"name": "a", "image": "a"}]}}}}]});
     let out = run_with_stdin(
         &["scan", "-", "--fail-on", "stuck,change,warning"],
@@ -625,8 +626,7 @@ fn render_reads_and_writes_json_lists() {
     let nightly = &value["items"][0];
     assert_eq!(nightly["metadata"]["name"], "nightly");
     // CREATE of a stored Job: the policy's answer to it, as a manifest.
-    let native =
-        &nightly["spec"]["template"]["metadata"]["annotations"]["sidecar.istio.io/nativeSidecar"];
+    let native = &nightly["spec"]["template"]["metadata"]["annotations"][NATIVE];
     assert_eq!(
         native,
         &Value::Null,

@@ -33,7 +33,7 @@ pub use mode_change::{
 pub use records::{NearRecord, RecordAnnotation, RecordText, ValidRecord, Wrapper};
 
 use arbitrary::{Arbitrary, Unstructured};
-use policy_testkit::Order;
+use policy_testkit::{names, Order};
 use serde_json::Value;
 
 // ------------------------------------------------------------------ checks
@@ -177,17 +177,17 @@ const KEYS: &[&str] = &[
     "restartPolicy",
     "startupProbe",
     "creationTimestamp",
-    "sidecar.istio.io/status",
-    "sidecar.istio.io/nativeSidecar",
-    "sidecar.istio.io/inject",
-    "proxy.istio.io/config",
-    "istio-job-sidecar/mode",
-    "istio-job-sidecar/quit-wrapped",
-    "istio-job-sidecar/applied",
-    "istio-job-sidecar/owner-mode",
-    "status.sidecar.istio.io/port",
+    names::STATUS,
+    names::NATIVE,
+    names::INJECT,
+    names::PROXY_CONFIG,
+    names::MODE,
+    names::QUIT_WRAPPED,
+    names::APPLIED,
+    names::OWNER_MODE,
+    names::STATUS_PORT,
     "hostNetwork",
-    "exitOnJobCompletion",
+    names::EXIT_KEY,
     "kind",
     "object",
     "x-unknown",

@@ -21,10 +21,9 @@
 //!    or label of its own, every container's image, an env var in every
 //!    container) made between the passes: `B(e(A(x))) == e(B(x))`.
 //!
-//! Objects are compared up to what Kubernetes does not keep apart: an empty
-//! or null `annotations` map or `metadata` of the object, the CronJob's job
-//! template and the pod template, and an empty or null `initContainers`
-//! list of the pod template. CronJobs are created by the first pass and
+//! Objects are compared up to what Kubernetes does not keep apart
+//! (`policy_testkit::kube::normalize`: `null` members, empty maps and empty
+//! lists are absent). CronJobs are created by the first pass and
 //! updated by the later ones (B(x) is a CREATE); Jobs and Pods are created
 //! by every pass (a Job is never mutated on UPDATE).
 //!
@@ -45,17 +44,15 @@
 //! stored scenario) checks the laws on objects that are not well typed or
 //! named too.
 
-use crate::records::{is_wrapped, APPLIED, QUIT_WRAPPED};
+use crate::records::is_wrapped;
 use crate::{Input, Kind};
 use arbitrary::Arbitrary;
+use policy_testkit::kube::normalize;
+use policy_testkit::names::{
+    APPLIED, INJECT, MODE as MODE_ANNOTATION, OWNER_MODE, QUIT_WRAPPED, STATUS,
+};
 use policy_testkit::{check_answer, differences, payload, Order};
 use serde_json::{json, Map, Value};
-
-const MODE_ANNOTATION: &str = "istio-job-sidecar/mode";
-/// The owner's mode the policy carries down to the pod template.
-const OWNER_MODE: &str = "istio-job-sidecar/owner-mode";
-const INJECT: &str = "sidecar.istio.io/inject";
-const STATUS: &str = "sidecar.istio.io/status";
 
 #[derive(Debug, Arbitrary, Clone, Copy, PartialEq, Eq)]
 pub enum WorkloadKind {
@@ -270,7 +267,7 @@ impl Shape {
                             *annotations = json!({});
                         }
                         if let Value::Object(annotations) = annotations {
-                            annotations.insert("sidecar.istio.io/status".into(), status.into());
+                            annotations.insert(STATUS.into(), status.into());
                         }
                     }
                 }
@@ -427,15 +424,6 @@ impl WorkloadKind {
             WorkloadKind::Pod => "",
         }
     }
-
-    /// Every object with a `metadata` the laws compare leniently.
-    fn metadata_owners(self) -> &'static [&'static str] {
-        match self {
-            WorkloadKind::CronJob => &["/spec/jobTemplate/spec/template", "/spec/jobTemplate", ""],
-            WorkloadKind::Job => &["/spec/template", ""],
-            WorkloadKind::Pod => &[""],
-        }
-    }
 }
 
 impl Carrier {
@@ -550,15 +538,6 @@ fn record_form(template: Option<&Value>) -> Option<&'static str> {
         Applied::ExitOnJobCompletion { .. } => "exit",
         Applied::QuitEndpoint { .. } => "quit",
     })
-}
-
-fn empty_or_null(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Object(m) => m.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        _ => false,
-    }
 }
 
 impl Scenario {
@@ -743,8 +722,9 @@ impl Scenario {
         Ok((x, Some(history)))
     }
 
-    /// `v` up to what Kubernetes does not keep apart, and an owner's mode
-    /// that is inert (`owner_mode_inert`).
+    /// `v` up to what Kubernetes does not keep apart
+    /// (`policy_testkit::kube::normalize`), and an owner's mode that is
+    /// inert (`owner_mode_inert`).
     fn normalized(&self, v: &Value) -> Value {
         let mut v = v.clone();
         if self.owner_mode_inert(&v) {
@@ -753,26 +733,7 @@ impl Scenario {
                 a.remove(OWNER_MODE);
             }
         }
-        for owner in self.kind.metadata_owners() {
-            let Some(Value::Object(owner)) = v.pointer_mut(owner) else {
-                continue;
-            };
-            if let Some(Value::Object(meta)) = owner.get_mut("metadata") {
-                if meta.get("annotations").is_some_and(empty_or_null) {
-                    meta.remove("annotations");
-                }
-            }
-            if owner.get("metadata").is_some_and(empty_or_null) {
-                owner.remove("metadata");
-            }
-        }
-        let spec = format!("{}/spec", self.kind.template());
-        if let Some(Value::Object(spec)) = v.pointer_mut(&spec) {
-            if spec.get("initContainers").is_some_and(empty_or_null) {
-                spec.remove("initContainers");
-            }
-        }
-        v
+        normalize(&v)
     }
 
     /// Whether the owner's mode on `v`'s pod template is inert, so that the

@@ -9,15 +9,12 @@
 
 use crate::{Key, Text, Tree};
 use arbitrary::{Arbitrary, Unstructured};
-use istio_job_sidecar_policy::modes::exit_on_completion::KEY as EXIT_KEY;
 use istio_job_sidecar_policy::modes::quit_endpoint::{
     ALWAYS, NAME as WRAPPER_NAME, ON_SUCCESS, SCRIPT, SHELL,
 };
 use istio_job_sidecar_policy::record::{Applied, Move};
+use policy_testkit::names::{APPLIED, EXIT_KEY, QUIT_WRAPPED};
 use serde_json::{Map, Value};
-
-pub const APPLIED: &str = "istio-job-sidecar/applied";
-pub const QUIT_WRAPPED: &str = "istio-job-sidecar/quit-wrapped";
 
 /// A container name a record may name: mostly the ones the generated
 /// workloads have.

@@ -33,15 +33,13 @@
 //! The containers the template renders are Istio's own, taken from
 //! `istioctl kube-inject` output (`test_data/fixtures/`).
 
+use crate::names::{INJECT, NATIVE, STATUS};
 use serde_json::{json, Map, Value};
 use std::sync::OnceLock;
 
 pub const PROXY: &str = "istio-proxy";
 pub const INIT: &str = "istio-init";
 pub const VALIDATION: &str = "istio-validation";
-pub const STATUS: &str = "sidecar.istio.io/status";
-pub const NATIVE: &str = "sidecar.istio.io/nativeSidecar";
-pub const INJECT: &str = "sidecar.istio.io/inject";
 
 /// The namespace's `istio-injection` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,15 +16,12 @@
 use crate::controllers::{job_from_cronjob, pod_from_job};
 use crate::istio::{self, Mesh, Namespace};
 use crate::kube::{decode, normalize, store};
+use crate::names::{APPLIED, EXIT_KEY, OWNER_MODE, PROXY_CONFIG};
 use crate::{check_verdict, differences};
 use serde_json::{json, Map, Value};
 
 /// The namespace every journey's objects live in.
 pub const NAMESPACE: &str = "batch";
-pub const MODE: &str = "istio-job-sidecar/mode";
-pub const OWNER_MODE: &str = "istio-job-sidecar/owner-mode";
-pub const APPLIED: &str = "istio-job-sidecar/applied";
-pub const PROXY_CONFIG: &str = "proxy.istio.io/config";
 /// `$0` of the quitEndpoint wrapper: how a wrapped command is told.
 pub const QUIT_NAME: &str = "istio-job-sidecar-quit";
 
@@ -574,7 +571,7 @@ fn exit_on_completion(pod: &Value) -> bool {
     pod["metadata"]["annotations"][PROXY_CONFIG]
         .as_str()
         .and_then(|text| serde_yaml::from_str::<serde_yaml::Value>(text).ok())
-        .is_some_and(|config| config["exitOnJobCompletion"] == serde_yaml::Value::Bool(true))
+        .is_some_and(|config| config[EXIT_KEY] == serde_yaml::Value::Bool(true))
 }
 
 /// A Pod compared with one made without the policy: the owner's mode the

@@ -9,7 +9,8 @@
 //! `test_data/fixtures/`).
 
 use crate::istio::{Mesh, Namespace};
-use crate::journey::{Case, Edit, Expect, Step, MODE};
+use crate::journey::{Case, Edit, Expect, Step};
+use crate::names::{self, MODE};
 use serde_json::{json, Value};
 
 const JOB: &str = include_str!("../../test_data/journeys/workloads/job.yaml");
@@ -172,20 +173,20 @@ pub fn all() -> Vec<Case> {
         case("kube-injected-native-job-quit", "quitEndpoint beside a natively kube-injected proxy: Istio's re-injection renders it classic with the mesh flag off, the wrapper ends it", mode(QUIT),
             vec![Step::Create(yaml(INJECTED_NATIVE_JOB)), run(Ends(QUIT))]),
         case("kube-injected-cronjob-injection-off-quit", "an older kube-injected CronJob whose template says inject \"false\": its Pods carry the proxy but no status, and keep the wrapper", mode(QUIT),
-            vec![Step::Create(labelled(injected_cronjob(), "template", "sidecar.istio.io/inject", "false")), run(Ends(QUIT))]),
+            vec![Step::Create(labelled(injected_cronjob(), "template", names::INJECT, "false")), run(Ends(QUIT))]),
         case("kube-injected-job-native-false", "a kube-injected Job whose template says sidecar.istio.io/nativeSidecar: \"false\": the user's word stands", mode(NATIVE),
-            vec![Step::Create(annotated(injected_job(), "template", "sidecar.istio.io/nativeSidecar", "false")), run(UNTOUCHED)]),
+            vec![Step::Create(annotated(injected_job(), "template", names::NATIVE, "false")), run(UNTOUCHED)]),
         // Injection off, read as Istio reads it.
         case("injection-label-false", "a template labelled sidecar.istio.io/inject: \"false\": never injected, never wrapped", mode(QUIT),
-            vec![Step::Create(labelled(job(), "template", "sidecar.istio.io/inject", "false")), run(UNTOUCHED)]),
+            vec![Step::Create(labelled(job(), "template", names::INJECT, "false")), run(UNTOUCHED)]),
         case("injection-annotation-false", "the legacy annotation \"false\" without the label", mode(QUIT),
-            vec![Step::Create(annotated(job(), "template", "sidecar.istio.io/inject", "false")), run(UNTOUCHED)]),
+            vec![Step::Create(annotated(job(), "template", names::INJECT, "false")), run(UNTOUCHED)]),
         case("injection-empty-label-beats-annotation", "an empty label wins over the annotation \"false\": Istio injects, so the app is wrapped", mode(QUIT),
-            vec![Step::Create(annotated(labelled(job(), "template", "sidecar.istio.io/inject", ""), "template", "sidecar.istio.io/inject", "false")), run(Ends(QUIT))]),
+            vec![Step::Create(annotated(labelled(job(), "template", names::INJECT, ""), "template", names::INJECT, "false")), run(Ends(QUIT))]),
         case("injection-label-capital-false", "the label \"False\" is no exact \"false\": Istio injects", mode(QUIT),
-            vec![Step::Create(labelled(job(), "template", "sidecar.istio.io/inject", "False")), run(Ends(QUIT))]),
+            vec![Step::Create(labelled(job(), "template", names::INJECT, "False")), run(Ends(QUIT))]),
         case("injection-annotation-no", "the annotation \"no\" is no exact \"false\": Istio injects", mode(QUIT),
-            vec![Step::Create(annotated(job(), "template", "sidecar.istio.io/inject", "no")), run(Ends(QUIT))]),
+            vec![Step::Create(annotated(job(), "template", names::INJECT, "no")), run(Ends(QUIT))]),
         case("host-network-job", "a hostNetwork Job: Istio never injects it, so it is never wrapped", mode(QUIT),
             vec![Step::Create({ let mut j = job(); j["spec"]["template"]["spec"]["hostNetwork"] = json!(true); j }), run(UNTOUCHED)]),
         // GitOps: a server-side apply after a change of mode.
@@ -237,12 +238,7 @@ pub fn all() -> Vec<Case> {
         "a Job whose template asks for injection in a namespace without the istio-injection label",
         mode(QUIT),
         vec![
-            Step::Create(labelled(
-                job(),
-                "template",
-                "sidecar.istio.io/inject",
-                "true",
-            )),
+            Step::Create(labelled(job(), "template", names::INJECT, "true")),
             run(Ends(QUIT)),
         ],
     );

@@ -7,6 +7,7 @@ use crate::generators::*;
 use crate::names::*;
 use crate::oracle::*;
 use crate::{cases, config, object_of, pass};
+use policy_testkit::kube::normalize;
 use policy_testkit::Answer;
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -170,7 +171,7 @@ impl LawCase {
     }
 
     /// `object`, a result of a pass in mode B, up to what the laws allow:
-    /// the empty maps and lists `normal` reads alike, and an owner's mode
+    /// what Kubernetes drops (`policy_testkit::kube::normalize`), and an owner's mode
     /// that is inert there, which the policy leaves as it is: on a template
     /// that says its own mode (which wins over it), on a pod Istio will not
     /// inject (no mode is applied to it, and the update that turns
@@ -184,7 +185,7 @@ impl LawCase {
         if annotation(&o, t, MODE).is_some() || injection_off || self.owner_mode_unread(b) {
             remove_annotation(&mut o, t, OWNER_MODE);
         }
-        normal(self.kind, &o)
+        normalize(&o)
     }
 
     /// A(x) for each mode A (`MODES` order): the first pass.

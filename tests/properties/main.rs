@@ -106,6 +106,7 @@ use generators::*;
 use laws::*;
 use names::*;
 use oracle::*;
+use policy_testkit::kube::normalize;
 use policy_testkit::{check_answer, check_fixed_point, differences, payload, Answer, Order};
 use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, RngAlgorithm};
@@ -497,10 +498,11 @@ proptest! {
     #![proptest_config(law_config())]
 
     /// (6) For every ordered pair of modes A, B (`disabled` included):
-    /// B(A(x)) == B(x), the record included, up to empty maps and lists
-    /// (`normal`: the undo drops the annotations, metadata and
-    /// initContainers it empties, as the API server would; x may have
-    /// them empty or null) and an inert owner's mode (`LawCase::law_normal`); and
+    /// B(A(x)) == B(x), the record included, up to what Kubernetes drops
+    /// (`policy_testkit::kube::normalize`: the undo drops the annotations,
+    /// metadata and initContainers it empties, as the API server would; x
+    /// may have them empty or null) and an inert owner's mode
+    /// (`LawCase::law_normal`); and
     /// A(A(x)) == A(x): the second pass does not mutate at all. Where a
     /// Job's template carries its owner's word from A and B is said by the
     /// settings, the owner's word still stands (`LawCase::premise`).
@@ -564,9 +566,9 @@ proptest! {
         let (dx, answer) = pass(law.kind, law.operation, &xd, &settings);
         prop_assert_eq!(answer.mutated.is_some(), carried != OwnerEdit::Keep,
             "disabled changed a workload without a record beyond the owner's mode {:?}", carried);
-        prop_assert!(normal(law.kind, &dx) == normal(law.kind, &expected),
+        prop_assert!(normalize(&dx) == normalize(&expected),
             "disabled(x) is not x with the owner's mode {:?} (patch from it):\n{}",
-            carried, differences(&normal(law.kind, &expected), &normal(law.kind, &dx)));
+            carried, differences(&normalize(&expected), &normalize(&dx)));
         let expected = law.law_normal(disabled, &expected);
         for (a, ax) in law.firsts().iter().enumerate() {
             let dax = law.law_normal(disabled, &law.second(ax, disabled, true));
@@ -616,7 +618,7 @@ proptest! {
                 set_annotation(&mut expected, t, key, &value);
             }
         }
-        let (out, expected) = (normal(law.kind, &out), normal(law.kind, &expected));
+        let (out, expected) = (normalize(&out), normalize(&expected));
         prop_assert!(out == expected, "{} (patch from the pass without the record):\n{}",
             pair(&law, a, b), differences(&expected, &out));
         let named = record_warnings(&answer);
@@ -656,7 +658,7 @@ proptest! {
         }
         let (out, answer) = law.pass(law.follow_up(), &y, law.second[b], MODES[b]);
         let (expected, bare_answer) = law.pass(law.follow_up(), &bare, law.second[b], MODES[b]);
-        let (out, expected) = (normal(law.kind, &out), normal(law.kind, &expected));
+        let (out, expected) = (normalize(&out), normalize(&expected));
         prop_assert!(out == expected, "{}, {:?} (patch from the pass without the record):\n{}",
             pair(&law, a, b), applied, differences(&expected, &out));
         prop_assert!(record_warnings(&answer).is_empty(), "{:?}", answer.warnings);

@@ -1,16 +1,14 @@
 //! The names the properties read and write, in one place: the annotations
-//! (those the journeys share come from `policy_testkit`), the quitEndpoint
-//! wrapper's fixed elements, sidecar and init container names, the kinds
-//! and modes.
+//! (the policy's own names, through `policy_testkit::names`), the
+//! quitEndpoint wrapper's fixed elements, sidecar and init container names,
+//! the kinds and modes.
 
-pub use policy_testkit::istio::{INJECT, NATIVE, STATUS};
-pub use policy_testkit::journey::{APPLIED, MODE, OWNER_MODE, PROXY_CONFIG, QUIT_NAME};
+pub use policy_testkit::journey::QUIT_NAME;
+pub use policy_testkit::names::{
+    APPLIED, EXIT_KEY, INJECT, MODE, NATIVE, OWNER_MODE, PROXY_CONFIG, QUIT_WRAPPED, RECORD_KEYS,
+    STATUS, STATUS_PORT,
+};
 
-pub const QUIT_WRAPPED: &str = "istio-job-sidecar/quit-wrapped";
-/// The record, and its form in earlier versions: parts every mode may change.
-pub const RECORD_KEYS: [&str; 2] = [APPLIED, QUIT_WRAPPED];
-pub const STATUS_PORT: &str = "status.sidecar.istio.io/port";
-pub const EXIT_KEY: &str = "exitOnJobCompletion";
 /// What the README says the quitEndpoint wrapper puts before the original
 /// command: the shell, the script the module embeds, its `$0`, then the URL
 /// and `always` / `on-success`.

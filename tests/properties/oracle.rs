@@ -14,7 +14,7 @@ use crate::object_of;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::Pod;
 use policy_testkit::Answer;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 pub struct Settings {
     pub mode: Mode,
@@ -1307,50 +1307,52 @@ pub fn set_annotation(object: &mut Value, meta_owner: &str, key: &str, value: &s
     owner["metadata"]["annotations"][key] = json!(value);
 }
 
-/// `null`, `{}` and absent mean the same to Kubernetes for the members a
-/// mode may create or an undo may empty (annotations, metadata,
-/// initContainers); the comparison reads them alike.
-pub fn normalize_created(object: &mut Value, meta_owner: &str) {
-    if let Some(Value::Object(owner)) = object.pointer_mut(meta_owner) {
+/// `object` without the members a pass may create, or an undo empty, when
+/// they are empty or `null`: the `metadata` and `annotations` of the pod
+/// template (and of a CronJob's jobTemplate) and the template's
+/// `initContainers`. They are among the parts a mode may change, so
+/// `strip` takes them off; everything else `strip` leaves is compared
+/// exactly (an empty map or list the policy added or dropped anywhere else
+/// fails). The laws compare up to what Kubernetes drops
+/// (`policy_testkit::kube::normalize`) instead.
+fn created_parts_off(kind: Kind, object: &Value) -> Value {
+    let mut o = object.clone();
+    let job_template = (kind == Kind::CronJob).then_some(JOB_TEMPLATE);
+    for owner in [Some(template_pointer(kind)), job_template]
+        .into_iter()
+        .flatten()
+    {
+        let Some(Value::Object(owner)) = o.pointer_mut(owner) else {
+            continue;
+        };
         if let Some(Value::Object(meta)) = owner.get_mut("metadata") {
-            if meta
-                .get("annotations")
-                .is_some_and(|a| a.is_null() || a.as_object().is_some_and(Map::is_empty))
-            {
+            if meta.get("annotations").is_some_and(empty_or_null) {
                 meta.remove("annotations");
             }
         }
-        if owner
-            .get("metadata")
-            .is_some_and(|m| m.is_null() || m.as_object().is_some_and(Map::is_empty))
-        {
+        if owner.get("metadata").is_some_and(empty_or_null) {
             owner.remove("metadata");
         }
         if let Some(Value::Object(spec)) = owner.get_mut("spec") {
-            if spec
-                .get("initContainers")
-                .is_some_and(|l| l.is_null() || l.as_array().is_some_and(Vec::is_empty))
-            {
+            if spec.get("initContainers").is_some_and(empty_or_null) {
                 spec.remove("initContainers");
             }
         }
     }
-}
-
-/// `object` with empty or null annotations, metadata and initContainers of
-/// the pod template (and of a CronJob's jobTemplate) removed: the only
-/// normalisation the laws allow.
-pub fn normal(kind: Kind, object: &Value) -> Value {
-    let mut o = object.clone();
-    normalize_created(&mut o, template_pointer(kind));
-    if kind == Kind::CronJob {
-        normalize_created(&mut o, JOB_TEMPLATE);
-    }
     o
 }
 
+fn empty_or_null(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
 /// `object` without the parts a pass under `mode` may change (and nothing
-/// else), up to the empty maps and lists `normal` reads alike:
+/// else), the members a pass may create among them (`created_parts_off`):
 /// - every pass: the owner's mode carried down to the pod template,
 ///   `istio-job-sidecar/owner-mode` (checked on its own);
 /// - every mode: the record, `istio-job-sidecar/applied` and the legacy
@@ -1371,7 +1373,7 @@ pub fn strip(kind: Kind, mode: Option<Mode>, sidecar: &str, object: &Value) -> V
     let t = template_pointer(kind);
     remove_annotation(&mut o, t, OWNER_MODE);
     let Some(mode) = mode else {
-        return normal(kind, &o);
+        return created_parts_off(kind, &o);
     };
     for key in RECORD_KEYS {
         remove_annotation(&mut o, t, key);
@@ -1400,7 +1402,7 @@ pub fn strip(kind: Kind, mode: Option<Mode>, sidecar: &str, object: &Value) -> V
             }
         }
     }
-    normal(kind, &o)
+    created_parts_off(kind, &o)
 }
 
 /// The output still reads as the same kind through Kubernetes' own types.
