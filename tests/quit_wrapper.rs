@@ -367,12 +367,20 @@ impl Run<'_> {
         // A container's first process starts with every signal at its
         // default. A test run from a background job of a non-interactive
         // shell (a CI script's `cmd &`) inherits SIGINT and SIGQUIT ignored,
-        // and a shell cannot trap a signal ignored on entry (POSIX): put them
-        // back, or the INT and QUIT cases would test the CI runner.
+        // one run under `nohup` SIGHUP, and a shell cannot trap a signal
+        // ignored on entry (POSIX): put every signal the wrapper forwards
+        // back, or those cases would test the CI runner.
         // SAFETY: signal() is async-signal-safe; nothing else runs here.
         unsafe {
             cmd.pre_exec(|| {
-                for signal in [libc::SIGINT, libc::SIGQUIT] {
+                for signal in [
+                    libc::SIGTERM,
+                    libc::SIGINT,
+                    libc::SIGHUP,
+                    libc::SIGQUIT,
+                    libc::SIGUSR1,
+                    libc::SIGUSR2,
+                ] {
                     if libc::signal(signal, libc::SIG_DFL) == libc::SIG_ERR {
                         return Err(std::io::Error::last_os_error());
                     }
