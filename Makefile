@@ -188,7 +188,7 @@ cli:
 	@echo "$(CLI)"
 
 # A cluster dump of SCAN_BENCH_OBJECTS objects (cli/tests/data/make_large.py),
-# scanned under /usr/bin/time -v: the wall clock and peak memory the README quotes.
+# scanned under /usr/bin/time -v: the wall clock and peak memory docs/performance.md quotes.
 scan-bench: cli
 	python3 cli/tests/data/make_large.py $(SCAN_BENCH_OBJECTS) > target/scan-bench.json
 	@ls -l target/scan-bench.json

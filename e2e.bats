@@ -337,7 +337,7 @@ assert_settings_rejected() {
 @test "quitEndpoint: Job CREATE, the app container's command is wrapped" {
 	run_case quit-job
 	assert_patched 'quitquitquit'
-	# the record of issue 11, not the quit-wrapped mark of earlier versions
+	# the record istio-job-sidecar/applied, not the quit-wrapped mark of earlier versions
 	assert_patched '{\"mode\":\"quitEndpoint\",\"container\":\"pi\"}'
 	refute_in_patch 'quit-wrapped'
 }
@@ -424,7 +424,7 @@ assert_settings_rejected() {
 	assert_patched
 }
 
-# --- changing modes (issue 11) -----------------------------------------------
+# --- changing modes: B(A(x)) == B(x), the record taken back -------------------
 # A CronJob admitted under mode A, then updated under mode B (or disabled),
 # must end as B applied to the original, the record
 # istio-job-sidecar/applied included: kwctl runs A on the CronJob's CREATE,

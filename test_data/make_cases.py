@@ -8,8 +8,8 @@ Run: python3 test_data/make_cases.py   (needs PyYAML)
 Existing request.json/settings.json files are overwritten; cases written by
 hand (no entry below) are left alone.
 
-Mode changes (issue 11) are made in two steps. The cases
-`mode-change-<variant>-<mode>` admit a CronJob x under one mode (a CREATE;
+Mode changes (reversible modes: B(A(x)) == B(x)) are made in two steps.
+The cases `mode-change-<variant>-<mode>` admit a CronJob x under one mode (a CREATE;
 `<mode>` is `disabled` for x with `istio-job-sidecar/mode: disabled`); the
 cases `mode-change-<variant>-<A>-then-<B>` are a CronJob UPDATE whose object
 is the first one's result A(x), read from the `mutatedObject` of
@@ -163,7 +163,7 @@ with open(os.path.join(HERE, "..", "src", "modes", "quit_wrapper.sh")) as f:
 
 
 def main():
-    # Issue 2's table, row by row.
+    # The decision table (README, "What is mutated, and what never is"), row by row.
     write("job-create-native", request(job()))
     write("job-create-exit", request(job()), EXIT)
     write("job-update-unchanged", request(job(), "UPDATE", old=job()))
@@ -331,7 +331,7 @@ def main():
     future["spec"]["template"]["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu-claim"}]
     write("future-fields-kept", request(future))
 
-    # quitEndpoint (issue 5): the app container's command is wrapped.
+    # quitEndpoint: the app container's command is wrapped.
     write("quit-job", request(job()), QUIT)
     cron = cronjob()
     hello = template(cron)["spec"]["containers"][0]
@@ -360,7 +360,7 @@ def main():
     legacy = copy.deepcopy(wrapped)
     annotate(wrapped, "istio-job-sidecar/applied", '{"mode":"quitEndpoint","container":"pi"}')
     write("quit-already-wrapped-unchanged", request(wrapped), QUIT)
-    # Issue 11: the mark of earlier versions is read as a record and replaced.
+    # Reversible modes: the quit-wrapped mark of 0.1.0 is read as a record and replaced.
     annotate(legacy, "istio-job-sidecar/quit-wrapped", "pi")
     write("quit-legacy-mark-replaced", request(legacy), QUIT)
     write(
@@ -409,7 +409,7 @@ def main():
     )
 
 
-# --- Mode changes (issue 11) -------------------------------------------------
+# --- Mode changes (reversible modes) -----------------------------------------
 
 MODES = ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"]
 DISABLED = "disabled"
