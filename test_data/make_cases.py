@@ -22,17 +22,13 @@ set by the template's annotation); every app container runs a command
 full of quoting. The unreadable-record, edited-command and legacy-mark
 cases start from the result of mode-change-plain-quitEndpoint.
 
-Their input is an output of the policy, so after a change of the policy or
-of x, run twice:
-
-    python3 test_data/make_cases.py && touch tests/golden.rs && make golden
-
-the first time for the first passes, the second for the second passes
-made from them (tests/golden.rs lists the case directories when it is
-compiled: the touch makes it see new ones). The script says how many
-second passes still wait for a first pass's expected.json.
-tests/golden.rs fails on a case directory this script does not list
-(`--list`) and that is not listed there as written by hand.
+Their input is an output of the policy, so this script and the rewrite of
+expected.json run twice, the first time for the first passes, the second
+for the second passes made from them: `make golden` does both, and every
+other golden file. The script says how many second passes still wait for a
+first pass's expected.json. tests/golden.rs fails on a case directory
+this script does not list (`--list`) and that is not listed there as
+written by hand.
 tests/mode_changes.rs fails on a second pass whose input is not its first
 pass's current output ("regenerate") and holds each pair to the laws,
 B(A(x)) == B(x) with the record; e2e.bats makes the same passes through
@@ -575,7 +571,8 @@ def update(after, settings, case, edit=None):
     if after is None:
         return False
     if LISTING:
-        return write(case, None) or True
+        write(case, None)
+        return True
     obj = copy.deepcopy(after)
     if edit:
         edit(obj)
@@ -652,6 +649,6 @@ if __name__ == "__main__":
         print("\n".join(LISTED))
     elif waiting:
         print(
-            "%d second-pass cases wait for their first pass: run `make golden`, "
-            "then this script and `make golden` again" % waiting
+            "%d second-pass cases wait for their first pass: `make golden` "
+            "writes them (it runs this script twice)" % waiting
         )

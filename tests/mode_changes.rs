@@ -53,8 +53,7 @@ const DISABLED: &str = "disabled";
 /// Variants with a second pass for every pair (A, B): A a mode, B a mode or
 /// disabled. Other variants may have some pairs only.
 const FULL_VARIANTS: [&str; 4] = ["plain", "yaml", "json", "injected"];
-const REGENERATE: &str = "regenerate: python3 test_data/make_cases.py && touch tests/golden.rs \
-     && make golden, twice (make_cases.py's docstring)";
+const REGENERATE: &str = "regenerate: make golden (make_cases.py's docstring)";
 
 fn cases_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/cases")
@@ -72,12 +71,8 @@ impl Case {
         let dir = cases_dir().join(name);
         let read = |file: &str| -> Value {
             let path = dir.join(file);
-            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-                panic!(
-                    "{}: {e} (a new case? touch tests/golden.rs, then make golden)",
-                    path.display()
-                )
-            });
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e} (a new case? make golden)", path.display()));
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         };
         Case {
