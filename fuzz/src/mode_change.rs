@@ -1,5 +1,5 @@
-//! The laws of a change of mode (README, "Changing modes"), checked on
-//! generated workloads by the `mode_change` target.
+//! The laws of a change of mode (docs/design.md, "The laws of a change of
+//! mode"), checked on generated workloads by the `mode_change` target.
 //!
 //! A pass runs the policy's `validate` on one admission request: the
 //! workload with the mode said through the settings or the workload's

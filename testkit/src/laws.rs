@@ -1,11 +1,11 @@
-//! The laws of a change of mode (README, "Changing modes"), checked the
-//! same way wherever they are checked: on the golden mode-change cases
-//! (`tests/mode_changes.rs`), on generated workloads (the properties'
-//! laws) and on fuzzed ones (the fuzz target `mode_change`). Each caller
-//! makes its passes its own way (which mode, said how, over which object:
-//! a golden case's answer, or `Pass::run` with the policy's `validate`);
-//! what the policy should do in a pass is the caller's to say. These
-//! functions say whether the passes keep the laws:
+//! The laws of a change of mode (docs/design.md, "The laws of a change of
+//! mode"), checked the same way wherever they are checked: on the golden
+//! mode-change cases (`tests/mode_changes.rs`), on generated workloads (the
+//! properties' laws) and on fuzzed ones (the fuzz target `mode_change`). Each
+//! caller makes its passes its own way (which mode, said how, over which
+//! object: a golden case's answer, or `Pass::run` with the policy's
+//! `validate`); what the policy should do in a pass is the caller's to say.
+//! These functions say whether the passes keep the laws:
 //!
 //! - `same`: B(A(x)) == B(x), and so disabled(A(x)) == disabled(x) and
 //!   B(e(A(x))) == e(B(x)): the objects afterwards are equal whole, the

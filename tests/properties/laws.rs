@@ -1,9 +1,9 @@
-//! The laws a change of mode follows (README, "Changing modes"), over
-//! workloads as users write them: how each pass chooses its mode, the
-//! user's edits between passes, the workloads (`LawCase`) and what the laws
+//! The laws a change of mode follows (docs/design.md, "The laws of a change of
+//! mode"), over workloads as users write them: how each pass chooses its mode,
+//! the user's edits between passes, the workloads (`LawCase`) and what the laws
 //! compare up to (`inert_off`); the laws themselves are checked by
-//! `policy_testkit::laws`, as the golden mode changes and the fuzz target
-//! check them.
+//! `policy_testkit::laws`, as the golden mode changes and the fuzz target check
+//! them.
 
 use crate::generators::*;
 use crate::names::*;

@@ -19,14 +19,14 @@
 //! since (`tamper`, `take_off`); and the owner's mode the policy carries
 //! down (`istio-job-sidecar/owner-mode`).
 //!
-//! The oracle (`oracle`) is written from the README and the spec, not from
-//! src/: the decision table (`plan`: which mode the workload asks for,
-//! nearest the pod first, and whether Istio injects it), the owner's mode
-//! carried down (`owner_edit`), the undo of another mode's recorded edit,
-//! modelled exactly (`undo_expectation`: the object it leaves, or a
-//! refusal), what each mode does and records (`quit_expectation`,
-//! `native_record_edit`, `exit_record_edit`, `expected_record`). The names
-//! come from one place (`names`).
+//! The oracle (`oracle`) is written from the README, docs/design.md,
+//! docs/facts.md and the spec, not from src/: the decision table (`plan`: which
+//! mode the workload asks for, nearest the pod first, and whether Istio injects
+//! it), the owner's mode carried down (`owner_edit`), the undo of another
+//! mode's recorded edit, modelled exactly (`undo_expectation`: the object it
+//! leaves, or a refusal), what each mode does and records (`quit_expectation`,
+//! `native_record_edit`, `exit_record_edit`, `expected_record`). The names come
+//! from one place (`names`).
 //!
 //! The properties:
 //! 1. `only_the_modes_parts_change`: the object as the undo leaves it and
