@@ -85,9 +85,11 @@
 //!    without the policy; a second journey from the stored objects
 //!    changes nothing.
 //!
-//! Properties 1-5 run 2,000 cases by default, 11 half as many, 8 to 10 a
-//! quarter, 6 and 7 an eighth (each of their cases covers all 16 pairs of
-//! modes); `PROPTEST_CASES=50000` (or `make proptest-long`) runs more.
+//! By default (`make test`) properties 1-5 run 700 cases, 8 to 10 and 11
+//! 250, 6 and 7 64 (each of their cases covers all 16 pairs of modes): the
+//! more passes a case makes, the fewer cases. `PROPTEST_CASES=N` (or
+//! `make proptest-long`, 50,000) runs N cases of 1-5, 11 half as many, 8
+//! to 10 a quarter, 6 and 7 an eighth.
 //! `generators_reach_the_interesting_cases` checks that the generators
 //! reach every branch that matters (moves, merges, wraps, each form of
 //! record undone, refusals and their reasons, unreadable and legacy
@@ -114,16 +116,22 @@ use serde_json::{json, Value};
 
 // ---------------------------------------------------------------- config
 
-fn cases() -> u32 {
+/// A property's cases: `default` when `PROPTEST_CASES` is not set (as in
+/// `make test`: each count is set by what a case costs, so that all the
+/// properties take about half a minute of CPU unoptimized), else
+/// `PROPTEST_CASES` divided by `share`, the property's share of the long
+/// mode (`make proptest-long`) by the number of passes a case makes.
+fn cases(default: u32, share: u32) -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2000)
+        .and_then(|v| v.parse::<u32>().ok())
+        .map_or(default, |n| (n / share).max(1))
 }
 
+/// Properties 1-5, a few passes a case: 700 cases (about 2-3 s each).
 fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: cases(),
+        cases: cases(700, 1),
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
             "proptest-regressions",
         ))),
@@ -661,11 +669,11 @@ proptest! {
 
 /// The journeys run the policy some 15 times a case (each hop, the same
 /// journey without the policy, each result sent again), natively and
-/// without the triple request of `run`: half the cases (1,000 by default,
-/// about 6 s).
+/// without the triple request of `run`: 250 cases (about 2 s), half the
+/// long mode's.
 fn journey_config() -> ProptestConfig {
     ProptestConfig {
-        cases: (cases() / 2).max(1),
+        cases: cases(250, 2),
         ..config()
     }
 }
