@@ -7,7 +7,8 @@ hand-made objects. The expected outputs (expected.json) are not written here:
 Run: python3 test_data/make_cases.py   (needs PyYAML)
      python3 test_data/make_cases.py --list   (the case names, nothing written)
 Existing request.json/settings.json files are overwritten; cases written by
-hand (no entry below) are left alone.
+hand (no entry below, named in tests/golden.rs's HAND_WRITTEN) are left
+alone.
 
 Mode changes (reversible modes: B(A(x)) == B(x)) are made in two steps.
 The cases `mode-change-<variant>-<mode>` admit a CronJob x under one mode (a CREATE;
