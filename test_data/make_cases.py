@@ -5,8 +5,10 @@ hand-made objects. The expected outputs (expected.json) are not written here:
 `make golden` writes them from the module, and a reviewer reads the diff.
 
 Run: python3 test_data/make_cases.py   (needs PyYAML)
+     python3 test_data/make_cases.py --list   (the case names, nothing written)
 Existing request.json/settings.json files are overwritten; cases written by
-hand (no entry below) are left alone.
+hand (no entry below, named in tests/golden.rs's HAND_WRITTEN) are left
+alone.
 
 Mode changes (reversible modes: B(A(x)) == B(x)) are made in two steps.
 The cases `mode-change-<variant>-<mode>` admit a CronJob x under one mode (a CREATE;
@@ -21,15 +23,13 @@ set by the template's annotation); every app container runs a command
 full of quoting. The unreadable-record, edited-command and legacy-mark
 cases start from the result of mode-change-plain-quitEndpoint.
 
-Their input is an output of the policy, so after a change of the policy or
-of x, run twice:
-
-    python3 test_data/make_cases.py && touch tests/golden.rs && make golden
-
-the first time for the first passes, the second for the second passes
-made from them (tests/golden.rs lists the case directories when it is
-compiled: the touch makes it see new ones). The script says how many
-second passes still wait for a first pass's expected.json.
+Their input is an output of the policy, so this script and the rewrite of
+expected.json run twice, the first time for the first passes, the second
+for the second passes made from them: `make golden` does both, and every
+other golden file. The script says how many second passes still wait for a
+first pass's expected.json. tests/golden.rs fails on a case directory
+this script does not list (`--list`) and that is not listed there as
+written by hand.
 tests/mode_changes.rs fails on a second pass whose input is not its first
 pass's current output ("regenerate") and holds each pair to the laws,
 B(A(x)) == B(x) with the record; e2e.bats makes the same passes through
@@ -38,6 +38,7 @@ kwctl.
 import copy
 import json
 import os
+import sys
 
 import yaml
 
@@ -85,7 +86,16 @@ def request(obj, operation="CREATE", old=None, namespace="default"):
     }
 
 
+# `--list`: the names of the cases this script writes, one a line, and
+# nothing written (tests/golden.rs holds test_data/cases/ to them).
+LISTING = "--list" in sys.argv[1:]
+LISTED = []
+
+
 def write(case, req, settings=None):
+    if LISTING:
+        LISTED.append(case)
+        return
     d = os.path.join(CASES, case)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "request.json"), "w") as f:
@@ -543,6 +553,8 @@ def mode_annotation(obj, on_template):
 
 def first_pass_result(case):
     """mutatedObject of a case's expected.json (None: not written yet)."""
+    if LISTING:
+        return {}  # the second passes are listed whether written yet or not
     path = os.path.join(CASES, case, "expected.json")
     if not os.path.exists(path):
         return None
@@ -559,6 +571,9 @@ def update(after, settings, case, edit=None):
     object only; False when `after` is not there yet."""
     if after is None:
         return False
+    if LISTING:
+        write(case, None)
+        return True
     obj = copy.deepcopy(after)
     if edit:
         edit(obj)
@@ -631,8 +646,10 @@ def mode_changes():
 if __name__ == "__main__":
     main()
     waiting = mode_changes()
-    if waiting:
+    if LISTING:
+        print("\n".join(LISTED))
+    elif waiting:
         print(
-            "%d second-pass cases wait for their first pass: run `make golden`, "
-            "then this script and `make golden` again" % waiting
+            "%d second-pass cases wait for their first pass: `make golden` "
+            "writes them (it runs this script twice)" % waiting
         )

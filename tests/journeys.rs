@@ -1,7 +1,8 @@
 //! Every journey of `policy_testkit::journeys` with the policy crate
 //! called natively: each hop's patch and warnings and each Pod compared
 //! whole with `test_data/journeys/<name>.json` (`make golden` rewrites
-//! them), each Pod judged, each result a fixed point.
+//! them, with every other golden file: `UPDATE_GOLDEN=1` for this test),
+//! each Pod judged, each result a fixed point.
 
 use policy_testkit::journey::{judge, travel, Validate};
 use policy_testkit::journeys;

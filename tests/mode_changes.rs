@@ -21,10 +21,15 @@
 //! (b) B(e(A(x))) == B(x_B), the record included, compared whole up to what
 //!     Kubernetes drops (`policy_testkit::kube::normalize`: an `annotations`
 //!     or template `metadata` emptied by an undo, an emptied
-//!     `initContainers`); with the same warnings. When B does not mutate x_B (disabled), that is x_B
-//!     itself: every edit of A taken back.
+//!     `initContainers`); with the same warnings. When B does not mutate
+//!     x_B (disabled), that is x_B itself: every edit of A taken back; and
+//!     disabled(x) is x but for the owner's mode carried down.
 //! (c) A(A(x)) == A(x): the second pass under the same mode mutates
 //!     nothing and says nothing.
+//!
+//! The laws are checked by `policy_testkit::laws`, as the properties and
+//! the fuzz target check them on generated workloads. x carries no record
+//! and warns of nothing, so its warnings are alike in every pair.
 //!
 //! And the cases the laws do not cover, updated under nativeSidecar from the
 //! quitEndpoint result of the plain CronJob: an unreadable record and a
@@ -32,12 +37,13 @@
 //! never "undone" into a wrong command); the `istio-job-sidecar/quit-wrapped`
 //! mark of earlier versions is undone like a record.
 
-use policy_testkit::differences;
 use policy_testkit::kube::normalize;
+use policy_testkit::laws::{self, Pass, Warned};
 use policy_testkit::names::{
     APPLIED as RECORD_KEY, MODE as MODE_KEY, NATIVE as NATIVE_KEY, OWNER_MODE as OWNER_MODE_KEY,
     QUIT_WRAPPED as LEGACY_KEY,
 };
+use policy_testkit::{differences, Answer};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -47,8 +53,7 @@ const DISABLED: &str = "disabled";
 /// Variants with a second pass for every pair (A, B): A a mode, B a mode or
 /// disabled. Other variants may have some pairs only.
 const FULL_VARIANTS: [&str; 4] = ["plain", "yaml", "json", "injected"];
-const REGENERATE: &str = "regenerate: python3 test_data/make_cases.py && touch tests/golden.rs \
-     && make golden, twice (make_cases.py's docstring)";
+const REGENERATE: &str = "regenerate: make golden (make_cases.py's docstring)";
 
 fn cases_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/cases")
@@ -66,12 +71,8 @@ impl Case {
         let dir = cases_dir().join(name);
         let read = |file: &str| -> Value {
             let path = dir.join(file);
-            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-                panic!(
-                    "{}: {e} (a new case? touch tests/golden.rs, then make golden)",
-                    path.display()
-                )
-            });
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e} (a new case? make golden)", path.display()));
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         };
         Case {
@@ -89,13 +90,24 @@ impl Case {
         Some(&self.expected["mutatedObject"]).filter(|o| !o.is_null())
     }
 
-    /// The object the API server stores: the mutated one, else the input.
-    fn result(&self) -> &Value {
-        self.mutated().unwrap_or(self.object())
-    }
-
     fn warnings(&self) -> &Value {
         &self.expected["warnings"]
+    }
+
+    /// The case as a pass of the laws: its object and its expected answer.
+    fn pass(&self) -> Pass {
+        let warnings = self.warnings().as_array().into_iter().flatten();
+        let answer = Answer {
+            mutated: self.mutated().cloned(),
+            warnings: warnings
+                .filter_map(|w| w.as_str().map(str::to_owned))
+                .collect(),
+        };
+        Pass::answered(
+            self.object(),
+            answer,
+            format!("test_data/cases/{}", self.name),
+        )
     }
 }
 
@@ -246,20 +258,18 @@ fn every_pair_has_its_cases() {
             if mode == DISABLED {
                 // Nothing applied: only the CronJob's own mode goes down to
                 // the pod template its Jobs and Pods are made from.
-                if let Some(mutated) = first.mutated() {
-                    let mut want = first.object().clone();
-                    let value = annotations(&want, false)
-                        .and_then(|a| a.get(MODE_KEY))
-                        .cloned();
+                let mut want = first.object().clone();
+                let value = annotations(&want, false)
+                    .and_then(|a| a.get(MODE_KEY))
+                    .cloned();
+                if first.mutated().is_some() {
                     assert_eq!(value, Some(Value::from(DISABLED)), "{}", first.name);
-                    set_annotation(&mut want, true, OWNER_MODE_KEY, value.as_ref());
-                    assert!(
-                        normalize(mutated) == normalize(&want),
-                        "{}: more than the mode copied:\n{}",
-                        first.name,
-                        differences(&want, mutated)
-                    );
                 }
+                if value.is_some() {
+                    set_annotation(&mut want, true, OWNER_MODE_KEY, value.as_ref());
+                }
+                laws::gives_back(&first.name, &first.pass(), &want, &laws::as_is)
+                    .unwrap_or_else(|e| panic!("{e}"));
             } else {
                 let mutated = first.mutated().unwrap_or_else(|| {
                     panic!("{}: not mutated, no mode change to test", first.name)
@@ -343,31 +353,23 @@ fn mode_change_equals_the_new_mode_on_the_original() {
     let cases = mode_changes();
     let mut broken = Vec::new();
     for ((variant, a, b), pair) in &cases.pairs {
+        let first_a = &cases.first[&(variant.clone(), a.clone())];
         let first_b = &cases.first[&(variant.clone(), b.clone())];
-        let got = normalize(pair.result());
-        let want = normalize(first_b.result());
-        if got != want {
-            broken.push(format!(
-                "{}: B(A(x)) != B(x) ({}), from B(x) to B(A(x)):\n{}",
-                pair.name,
-                first_b.name,
-                differences(&want, &got)
-            ));
-        }
-        if pair.warnings() != first_b.warnings() {
-            broken.push(format!(
-                "{}: warnings {} where {} has {}",
-                pair.name,
-                pair.warnings(),
-                first_b.name,
-                first_b.warnings()
-            ));
-        }
-        if a == b && (pair.mutated().is_some() || pair.warnings() != &Value::Array(vec![])) {
-            broken.push(format!(
-                "{}: A(A(x)) mutated or warned: {}",
-                pair.name, pair.expected
-            ));
+        let what = format!("{}: B(A(x)) != B(x) ({})", pair.name, first_b.name);
+        let law = laws::same(
+            &what,
+            &pair.pass(),
+            &first_b.pass(),
+            &laws::as_is,
+            Warned::Alike,
+        );
+        broken.extend(law.err());
+        if a == b {
+            let what = format!("{}: A(A(x)) != A(x) ({})", pair.name, first_a.name);
+            broken.extend(laws::fixed(&what, &first_a.pass(), &pair.pass()).err());
+            if pair.warnings() != &Value::Array(vec![]) {
+                broken.push(format!("{}: A(A(x)) warned: {}", pair.name, pair.expected));
+            }
         }
         if a != b && pair.mutated().is_none() {
             broken.push(format!("{}: the mode change mutated nothing", pair.name));
@@ -397,7 +399,10 @@ fn app_command(object: &Value) -> &Value {
 /// `result` is `object` plus `sidecar.istio.io/nativeSidecar: "true"` and
 /// nothing else: nativeSidecar applied on top, nothing undone, the record
 /// left as it is.
-fn only_native_added(case: &Case) {
+/// Returns that object: the pass over the object without its record (as
+/// the plain CronJob never wrapped has no proxy to move), the record put
+/// back.
+fn only_native_added(case: &Case) -> Value {
     let result = case
         .mutated()
         .unwrap_or_else(|| panic!("{}: nativeSidecar not applied", case.name));
@@ -409,6 +414,7 @@ fn only_native_added(case: &Case) {
         case.name,
         differences(&want, result)
     );
+    want
 }
 
 fn one_warning_with(case: &Case, text: &str) {
@@ -434,7 +440,8 @@ fn unreadable_record_leaves_the_command_wrapped() {
     );
     assert_eq!(record(case.object()), Some("garbage"));
     assert_eq!(app_command(case.object()), app_command(&quit));
-    only_native_added(&case);
+    let want = only_native_added(&case);
+    laws::undoes_nothing(&case.name, &case.pass(), &want, &[]).unwrap_or_else(|e| panic!("{e}"));
     one_warning_with(&case, &format!("{RECORD_KEY} unreadable"));
 }
 
@@ -471,15 +478,23 @@ fn a_record_whose_wrapper_is_gone_goes() {
         assert_eq!(case.warnings(), &Value::Array(vec![]), "{}", case.name);
     }
     // Written back, it is nativeSidecar on the original.
-    let case = Case::load("mode-change-command-written-back-record-goes");
+    native_on_the_original(&Case::load("mode-change-command-written-back-record-goes"));
+}
+
+/// `case` is nativeSidecar on the original: the answer to the plain
+/// CronJob under nativeSidecar, compared as the laws compare (B(A(x)) ==
+/// B(x)), warnings included.
+fn native_on_the_original(case: &Case) {
     let native = Case::load("mode-change-plain-nativeSidecar");
-    let result = case.mutated().unwrap();
-    assert!(
-        normalize(result) == normalize(native.result()),
-        "{}: not nativeSidecar on the original:\n{}",
-        case.name,
-        differences(native.result(), result)
+    let what = format!("{}: not nativeSidecar on the original", case.name);
+    let law = laws::same(
+        &what,
+        &case.pass(),
+        &native.pass(),
+        &laws::as_is,
+        Warned::Alike,
     );
+    law.unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// The mark of earlier versions, `istio-job-sidecar/quit-wrapped:
@@ -498,15 +513,7 @@ fn legacy_mark_is_undone() {
     assert_eq!(marks.get(LEGACY_KEY), Some(&Value::from("hello")));
     assert!(!marks.contains_key(RECORD_KEY));
     assert_eq!(app_command(case.object()), app_command(&quit));
-    let native = Case::load("mode-change-plain-nativeSidecar");
-    let result = case
-        .mutated()
-        .unwrap_or_else(|| panic!("{}: not mutated", case.name));
-    assert!(
-        normalize(result) == normalize(native.result()),
-        "{}: not nativeSidecar on the original:\n{}",
-        case.name,
-        differences(native.result(), result)
-    );
+    assert!(case.mutated().is_some(), "{}: not mutated", case.name);
+    native_on_the_original(&case);
     assert_eq!(case.warnings(), &Value::Array(vec![]));
 }

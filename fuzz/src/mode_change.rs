@@ -1,5 +1,5 @@
-//! The laws of a change of mode (README, "Changing modes"), checked on
-//! generated workloads by the `mode_change` target.
+//! The laws of a change of mode (docs/design.md, "The laws of a change of
+//! mode"), checked on generated workloads by the `mode_change` target.
 //!
 //! A pass runs the policy's `validate` on one admission request: the
 //! workload with the mode said through the settings or the workload's
@@ -9,7 +9,7 @@
 //! accept, JSON, with warnings of at most 120 characters (testkit's
 //! `check_answer`). For modes A and B (each of the three or `disabled`):
 //!
-//! 1. `A(A(x))` is not a mutation;
+//! 1. `A(A(x))` is not a mutation, and warns of nothing `A(x)` did not;
 //! 2. `B(A(x)) == B(x)`, the whole object, the record included;
 //! 3. `disabled(A(x)) == disabled(x)`, and `disabled(x)` is `x` when `x`
 //!    carries no record, but for the owner's mode the policy carries down
@@ -21,9 +21,13 @@
 //!    or label of its own, every container's image, an env var in every
 //!    container) made between the passes: `B(e(A(x))) == e(B(x))`.
 //!
-//! Objects are compared up to what Kubernetes does not keep apart
-//! (`policy_testkit::kube::normalize`: `null` members, empty maps and empty
-//! lists are absent). CronJobs are created by the first pass and
+//! The laws are checked by `policy_testkit::laws`, as the golden mode
+//! changes and the properties check them: objects are compared up to what
+//! Kubernetes does not keep apart (`policy_testkit::kube::normalize`:
+//! `null` members, empty maps and empty lists are absent) and an inert
+//! owner's mode (`owner_mode_inert`), and the warnings of the two passes
+//! compared too (`policy_testkit::laws::Warned`: the same, but for the
+//! caveats of an edit only one of them makes). CronJobs are created by the first pass and
 //! updated by the later ones (B(x) is a CREATE); Jobs and Pods are created
 //! by every pass (a Job is never mutated on UPDATE).
 //!
@@ -47,11 +51,11 @@
 use crate::records::is_wrapped;
 use crate::{Input, Kind};
 use arbitrary::Arbitrary;
-use policy_testkit::kube::normalize;
+use policy_testkit::laws::{self, Pass, Warned};
 use policy_testkit::names::{
     APPLIED, INJECT, MODE as MODE_ANNOTATION, OWNER_MODE, QUIT_WRAPPED, STATUS,
 };
-use policy_testkit::{check_answer, differences, payload, Order};
+use policy_testkit::{differences, Order};
 use serde_json::{json, Map, Value};
 
 #[derive(Debug, Arbitrary, Clone, Copy, PartialEq, Eq)]
@@ -460,19 +464,20 @@ pub struct Checked {
     pub recorded: Option<&'static str>,
 }
 
-/// What one pass came to.
+/// What one pass came to: the pass as the laws see it (its `sent` is the
+/// object with the mode annotation written as the carrier says, its
+/// `source` the payload), and whether that annotation could be written.
 #[derive(Clone)]
-struct Pass {
-    /// The request's object (the mode annotation written as the carrier says).
-    sent: Value,
-    /// `P(x)`: the mutated object, or the one sent.
-    out: Value,
-    mutated: bool,
-    warnings: Vec<String>,
-    /// The mode annotation could be written where the carrier says.
+struct Passed {
+    pass: Pass,
     settable: bool,
-    /// The payload, for a reproduction.
-    payload: Vec<u8>,
+}
+
+impl std::ops::Deref for Passed {
+    type Target = Pass;
+    fn deref(&self) -> &Pass {
+        &self.pass
+    }
 }
 
 /// The record annotations of a pod template, if it has any.
@@ -661,7 +666,7 @@ impl Scenario {
         (o, written.is_some())
     }
 
-    fn pass(&self, object: &Value, choice: Choice, update: bool) -> Result<Pass, String> {
+    fn pass(&self, object: &Value, choice: Choice, update: bool) -> Result<Passed, String> {
         let (settings, annotation) = self.pass_settings(choice);
         let (sent, settable) = self.with_mode(object, annotation);
         let (group, kind) = match self.kind {
@@ -677,28 +682,15 @@ impl Scenario {
         if update {
             request["oldObject"] = object.clone();
         }
-        let payload = payload(&request, Some(&settings), self.order);
-        let answer = istio_job_sidecar_policy::validate(&payload).expect("validate never errors");
-        let answer = check_answer(&answer).map_err(|e| {
-            shorten(&format!(
-                "{} pass: {e}\npayload: {}",
-                choice.as_str(),
-                String::from_utf8_lossy(&payload)
-            ))
-        })?;
-        let sent = request["object"].take();
-        Ok(Pass {
-            out: answer.mutated.clone().unwrap_or_else(|| sent.clone()),
-            mutated: answer.mutated.is_some(),
-            warnings: answer.warnings,
-            sent,
-            settable,
-            payload,
-        })
+        let validate =
+            |p: &[u8]| istio_job_sidecar_policy::validate(p).expect("validate never errors");
+        let pass = Pass::run(validate, &request, Some(&settings), self.order)
+            .map_err(|e| shorten(&format!("{} pass: {e}", choice.as_str())))?;
+        Ok(Passed { pass, settable })
     }
 
     /// `x`: `x0`, or `C(x0)` with its record in the legacy form if asked.
-    fn start(&self) -> Result<(Value, Option<Pass>), String> {
+    fn start(&self) -> Result<(Value, Option<Passed>), String> {
         let Some(c) = self.history else {
             return Ok((self.object.clone(), None));
         };
@@ -722,10 +714,10 @@ impl Scenario {
         Ok((x, Some(history)))
     }
 
-    /// `v` up to what Kubernetes does not keep apart
-    /// (`policy_testkit::kube::normalize`), and an owner's mode that is
-    /// inert (`owner_mode_inert`).
-    fn normalized(&self, v: &Value) -> Value {
+    /// `v` without an owner's mode that is inert (`owner_mode_inert`): the
+    /// laws compare up to it (`policy_testkit::laws`), and up to what
+    /// Kubernetes does not keep apart.
+    fn inert_off(&self, v: &Value) -> Value {
         let mut v = v.clone();
         if self.owner_mode_inert(&v) {
             let pointer = format!("{}/metadata/annotations", self.kind.template());
@@ -733,7 +725,7 @@ impl Scenario {
                 a.remove(OWNER_MODE);
             }
         }
-        normalize(&v)
+        v
     }
 
     /// Whether the owner's mode on `v`'s pod template is inert, so that the
@@ -786,19 +778,14 @@ impl Scenario {
         own_mode || ((host || inject.as_deref() == Some("false")) && !injected && !proxy)
     }
 
-    fn same(&self, what: &str, left: &Pass, right: &Pass) -> Result<(), String> {
-        let (l, r) = (self.normalized(&left.out), self.normalized(&right.out));
-        if l == r {
-            return Ok(());
-        }
-        Err(shorten(&format!(
-            "{what} differ (patch from the left to the right):\n{}\nleft payload: {}\nleft warnings: {:?}\nright payload: {}\nright warnings: {:?}",
-            differences(&l, &r),
-            String::from_utf8_lossy(&left.payload),
-            left.warnings,
-            String::from_utf8_lossy(&right.payload),
-            right.warnings,
-        )))
+    /// B(A(x)) == B(x) for `got` a pass in `choice` over an object a pass
+    /// made (or edited) and `want` the same mode's pass it should equal
+    /// (`policy_testkit::laws::same`): the warnings compared as the records
+    /// on the objects the two were given say.
+    fn same(&self, what: &str, choice: Choice, got: &Pass, want: &Pass) -> Result<(), String> {
+        let mode = (choice != Choice::Disabled).then(|| choice.as_str());
+        let warned = Warned::by_records(mode, self.kind.template(), got, want);
+        laws::same(what, got, want, &|v| self.inert_off(v), warned).map_err(|e| shorten(&e))
     }
 
     /// The checks of the module's documentation; `Err` says which failed.
@@ -808,13 +795,7 @@ impl Scenario {
         let (x, history) = self.start()?;
         let a = self.pass(&x, self.first, false)?;
         let again = self.pass(&a.out, self.first, update)?;
-        if again.mutated {
-            return Err(shorten(&format!(
-                "A(A(x)) is a mutation (A = {a_name}):\n{}\npayload: {}",
-                differences(&again.sent, &again.out),
-                String::from_utf8_lossy(&again.payload)
-            )));
-        }
+        laws::fixed(&format!("A = {a_name}"), &a, &again).map_err(|e| shorten(&e))?;
         let b_a = self.pass(&a.out, self.second, update)?;
         let b_x = self.pass(&x, self.second, false)?;
         let d_a = self.pass(&a.out, Choice::Disabled, update)?;
@@ -836,11 +817,13 @@ impl Scenario {
         }
         self.same(
             &format!("B(A(x)) and B(x) (A = {a_name}, B = {b_name})"),
+            self.second,
             &b_a,
             &b_x,
         )?;
         self.same(
             &format!("disabled(A(x)) and disabled(x) (A = {a_name})"),
+            Choice::Disabled,
             &d_a,
             &d_x,
         )?;
@@ -852,13 +835,14 @@ impl Scenario {
                 let b_e_a = self.pass(&e_a, self.second, update)?;
                 let e_b_x = Pass {
                     out: e_b_x,
-                    ..b_x.clone()
+                    ..b_x.pass.clone()
                 };
                 self.same(
                     &format!(
                         "B(e(A(x))) and e(B(x)) (A = {a_name}, B = {b_name}, e = {})",
                         edit.as_str()
                     ),
+                    self.second,
                     &b_e_a,
                     &e_b_x,
                 )?;
@@ -921,15 +905,10 @@ impl Scenario {
                 } else {
                     self.disabled_of(&d_x.sent)
                 };
-                let (want, got) = (self.normalized(&expected), self.normalized(&d_x.out));
-                if want == got && d_x.mutated == (expected != d_x.sent) {
-                    return Ok(checked);
-                }
-                Err(shorten(&format!(
-                    "disabled(x) of an x without a record is not x but for the owner's mode (patch from it, mutated: {}):\n{}",
-                    d_x.mutated,
-                    differences(&want, &got)
-                )))
+                let what = "disabled(x) of an x without a record";
+                laws::gives_back(what, d_x, &expected, &|v| self.inert_off(v))
+                    .map_err(|e| shorten(&e))?;
+                Ok(checked)
             }
             true => {
                 let b_x0 = self.pass(&self.object, self.second, false)?;
@@ -939,6 +918,7 @@ impl Scenario {
                         self.history.map_or("-", Choice::as_str),
                         self.legacy
                     ),
+                    self.second,
                     b_x,
                     &b_x0,
                 )?;
@@ -1011,7 +991,7 @@ impl Scenario {
     /// Every pass of `run`, as a reader follows it: the settings, what
     /// changed, the warnings, and how the objects the laws compare differ.
     pub fn explain(&self) -> String {
-        fn show(out: &mut String, name: &str, pass: Result<Pass, String>) -> Option<Value> {
+        fn show(out: &mut String, name: &str, pass: Result<Passed, String>) -> Option<Value> {
             let p = match pass {
                 Err(e) => {
                     out.push_str(&format!("== {name}: {e}\n"));
@@ -1019,7 +999,7 @@ impl Scenario {
                 }
                 Ok(p) => p,
             };
-            let settings = serde_json::from_slice::<Value>(&p.payload)
+            let settings = serde_json::from_str::<Value>(&p.source)
                 .map(|v| v["settings"].clone())
                 .unwrap_or_default();
             let verdict = if p.mutated { "mutated" } else { "not mutated" };
@@ -1031,7 +1011,7 @@ impl Scenario {
             if !p.warnings.is_empty() {
                 out.push_str(&format!("   warnings: {:?}\n", p.warnings));
             }
-            Some(p.out)
+            Some(p.pass.out)
         }
         let mut out = String::new();
         let update = self.kind == WorkloadKind::CronJob;
@@ -1055,7 +1035,9 @@ impl Scenario {
             );
             let right = show(&mut out, &format!("{b}(x)"), self.pass(&x, choice, false));
             if let (Some(l), Some(r)) = (left, right) {
-                let diff = shorten(&differences(&self.normalized(&l), &self.normalized(&r)));
+                let inert = |v: &Value| self.inert_off(v);
+                let (l, r) = (laws::up_to(&l, &inert), laws::up_to(&r, &inert));
+                let diff = shorten(&differences(&l, &r));
                 let diff = if diff.is_empty() { "equal" } else { &diff };
                 out.push_str(&format!("== {b}(A(x)) -> {b}(x), normalized: {diff}\n"));
             }

@@ -12,6 +12,8 @@
 //! - `check_fixed_point`: the policy's output, sent again, is not mutated.
 //! - `golden`: compare with, or (`UPDATE_GOLDEN=1`) rewrite, a golden file.
 //! - `names`: the annotation and label names, from the policy crate.
+//! - `laws`: the laws of a change of mode, checked on passes of the policy
+//!   (golden, generated or fuzzed).
 //! - `journey`, `journeys`: a workload followed from CronJob to the Pod the
 //!   kubelet runs, through the controllers (`controllers`), the API server
 //!   (`kube`) and Istio's injector (`istio`), and the journeys every build
@@ -22,6 +24,7 @@ pub mod istio;
 pub mod journey;
 pub mod journeys;
 pub mod kube;
+pub mod laws;
 pub mod names;
 
 use serde_json::{Map, Value};

@@ -1195,7 +1195,7 @@ pub fn pre_pass(kind: Kind, object: &Value, settings: &Option<Value>, mode: Mode
     // A policy that panics is the properties' to report (with a case they
     // can shrink), not the generator's.
     let settings = Value::Object(s);
-    std::panic::catch_unwind(|| pass(kind, "CREATE", object, &settings).0)
+    std::panic::catch_unwind(|| pass(kind, "CREATE", object, &settings).out)
         .unwrap_or_else(|_| object.clone())
 }
 

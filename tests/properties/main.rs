@@ -19,14 +19,14 @@
 //! since (`tamper`, `take_off`); and the owner's mode the policy carries
 //! down (`istio-job-sidecar/owner-mode`).
 //!
-//! The oracle (`oracle`) is written from the README and the spec, not from
-//! src/: the decision table (`plan`: which mode the workload asks for,
-//! nearest the pod first, and whether Istio injects it), the owner's mode
-//! carried down (`owner_edit`), the undo of another mode's recorded edit,
-//! modelled exactly (`undo_expectation`: the object it leaves, or a
-//! refusal), what each mode does and records (`quit_expectation`,
-//! `native_record_edit`, `exit_record_edit`, `expected_record`). The names
-//! come from one place (`names`).
+//! The oracle (`oracle`) is written from the README, docs/design.md,
+//! docs/facts.md and the spec, not from src/: the decision table (`plan`: which
+//! mode the workload asks for, nearest the pod first, and whether Istio injects
+//! it), the owner's mode carried down (`owner_edit`), the undo of another
+//! mode's recorded edit, modelled exactly (`undo_expectation`: the object it
+//! leaves, or a refusal), what each mode does and records (`quit_expectation`,
+//! `native_record_edit`, `exit_record_edit`, `expected_record`). The names come
+//! from one place (`names`).
 //!
 //! The properties:
 //! 1. `only_the_modes_parts_change`: the object as the undo leaves it and
@@ -85,9 +85,11 @@
 //!    without the policy; a second journey from the stored objects
 //!    changes nothing.
 //!
-//! Properties 1-5 run 2,000 cases by default, 11 half as many, 8 to 10 a
-//! quarter, 6 and 7 an eighth (each of their cases covers all 16 pairs of
-//! modes); `PROPTEST_CASES=50000` (or `make proptest-long`) runs more.
+//! By default (`make test`) properties 1-5 run 700 cases, 8 to 10 and 11
+//! 250, 6 and 7 64 (each of their cases covers all 16 pairs of modes): the
+//! more passes a case makes, the fewer cases. `PROPTEST_CASES=N` (or
+//! `make proptest-long`, 50,000) runs N cases of 1-5, 11 half as many, 8
+//! to 10 a quarter, 6 and 7 an eighth.
 //! `generators_reach_the_interesting_cases` checks that the generators
 //! reach every branch that matters (moves, merges, wraps, each form of
 //! record undone, refusals and their reasons, unreadable and legacy
@@ -106,24 +108,30 @@ use generators::*;
 use laws::*;
 use names::*;
 use oracle::*;
-use policy_testkit::kube::normalize;
-use policy_testkit::{check_answer, check_fixed_point, differences, payload, Answer, Order};
+use policy_testkit::laws::{as_is, fixed, gives_back, same, undoes_nothing, Pass, Warned};
+use policy_testkit::{check_answer, check_fixed_point, payload, Answer, Order};
 use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, RngAlgorithm};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------- config
 
-fn cases() -> u32 {
+/// A property's cases: `default` when `PROPTEST_CASES` is not set (as in
+/// `make test`: each count is set by what a case costs, so that all the
+/// properties take about half a minute of CPU unoptimized), else
+/// `PROPTEST_CASES` divided by `share`, the property's share of the long
+/// mode (`make proptest-long`) by the number of passes a case makes.
+fn cases(default: u32, share: u32) -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2000)
+        .and_then(|v| v.parse::<u32>().ok())
+        .map_or(default, |n| (n / share).max(1))
 }
 
+/// Properties 1-5, a few passes a case: 700 cases (about 2-3 s each).
 fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: cases(),
+        cases: cases(700, 1),
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
             "proptest-regressions",
         ))),
@@ -165,20 +173,18 @@ fn object_of(request: &Value) -> Value {
 
 /// One admission pass, sent as policy-server sends it: `object` under
 /// `operation` (an UPDATE's `oldObject` is the same object; the policy
-/// does not read it), the answer checked. Returns the object afterwards
-/// (`object` itself when it is not mutated) and the answer.
-fn pass(kind: Kind, operation: &str, object: &Value, settings: &Value) -> (Value, Answer) {
+/// does not read it), the answer checked. Its `out` is the object
+/// afterwards (`object` itself when it is not mutated).
+fn pass(kind: Kind, operation: &str, object: &Value, settings: &Value) -> Pass {
     let mut request = json!({
         "uid": "0000pass", "kind": gvk(kind, 0), "operation": operation, "object": object
     });
     if operation == "UPDATE" {
         request["oldObject"] = object.clone();
     }
-    let payload = payload(&request, Some(settings), Order::PolicyServer);
-    let raw = istio_job_sidecar_policy::validate(&payload).expect("validate never errors");
-    let answer = check_answer(&raw).unwrap_or_else(|e| panic!("{e}"));
-    let after = answer.mutated.clone().unwrap_or_else(|| object.clone());
-    (after, answer)
+    let validate = |p: &[u8]| istio_job_sidecar_policy::validate(p).expect("validate never errors");
+    Pass::run(validate, &request, Some(settings), Order::PolicyServer)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 // ---------------------------------------------------------------- properties
@@ -502,27 +508,28 @@ proptest! {
     /// (`policy_testkit::kube::normalize`: the undo drops the annotations,
     /// metadata and initContainers it empties, as the API server would; x
     /// may have them empty or null) and an inert owner's mode
-    /// (`LawCase::law_normal`); and
-    /// A(A(x)) == A(x): the second pass does not mutate at all. Where a
-    /// Job's template carries its owner's word from A and B is said by the
-    /// settings, the owner's word still stands (`LawCase::premise`).
+    /// (`LawCase::inert_off`), with the same warnings; and A(A(x)) ==
+    /// A(x): the second pass does not mutate at all, and warns as the
+    /// first did. Checked by `policy_testkit::laws`, as the golden mode
+    /// changes and the fuzz target check them. Where a Job's template
+    /// carries its owner's word from A and B is said by the settings, the
+    /// owner's word still stands (`LawCase::premise`).
     #[test]
     fn a_change_of_mode_is_the_new_mode_on_the_original(law in arb_law_case(true)) {
         let firsts = law.firsts();
         for (a, ax) in firsts.iter().enumerate() {
-            let (_, again) = law.pass(law.follow_up(), ax, law.first[a], MODES[a]);
-            prop_assert!(again.mutated.is_none(), "A(A(x)) != A(x), {}:\n{}",
-                pair(&law, a, a), differences(ax, again.mutated.as_ref().unwrap()));
+            let again = law.pass(law.follow_up(), &ax.out, law.first[a], MODES[a]);
+            fixed(&pair(&law, a, a), ax, &again).map_err(TestCaseError::fail)?;
         }
         for b in 0..MODES.len() {
-            let bx = law.law_normal(b, &law.second(&law.x, b, false));
+            let bx = law.second(&law.x, b, false);
             for (a, ax) in firsts.iter().enumerate() {
-                if !law.premise(ax, b).map_err(TestCaseError::fail)? {
+                if !law.premise(&ax.out, b).map_err(TestCaseError::fail)? {
                     continue;
                 }
-                let bax = law.law_normal(b, &law.second(ax, b, true));
-                prop_assert!(bax == bx, "B(A(x)) != B(x), {} (patch from B(x)):\n{}",
-                    pair(&law, a, b), differences(&bx, &bax));
+                let bax = law.second(&ax.out, b, true);
+                let what = format!("B(A(x)) != B(x), {}", pair(&law, a, b));
+                same(&what, &bax, &bx, &|o| law.inert_off(b, o), law.warned(b, &bax, &bx)).map_err(TestCaseError::fail)?;
             }
         }
     }
@@ -535,14 +542,15 @@ proptest! {
     fn a_users_edit_survives_a_change_of_mode(law in arb_law_case(true)) {
         let firsts = law.firsts();
         for b in 0..MODES.len() {
-            let ebx = law.law_normal(b, &law.edited(&law.second(&law.x, b, false)));
+            let bx = law.second(&law.x, b, false);
+            let ebx = Pass { out: law.edited(&bx.out), ..bx };
             for (a, ax) in firsts.iter().enumerate() {
-                if !law.premise(ax, b).map_err(TestCaseError::fail)? {
+                if !law.premise(&ax.out, b).map_err(TestCaseError::fail)? {
                     continue;
                 }
-                let beax = law.law_normal(b, &law.second(&law.edited(ax), b, true));
-                prop_assert!(beax == ebx, "B(e(A(x))) != e(B(x)), e = {:?}, {} (patch from e(B(x))):\n{}",
-                    law.edit, pair(&law, a, b), differences(&ebx, &beax));
+                let beax = law.second(&law.edited(&ax.out), b, true);
+                let what = format!("B(e(A(x))) != e(B(x)), e = {:?}, {}", law.edit, pair(&law, a, b));
+                same(&what, &beax, &ebx, &|o| law.inert_off(b, o), law.warned(b, &beax, &ebx)).map_err(TestCaseError::fail)?;
             }
         }
     }
@@ -563,17 +571,16 @@ proptest! {
         let (xd, settings) = law.choose(&law.x, law.second[disabled], None);
         let carried = owner_edit(law.kind, law.operation, &xd, &settings_of(&Some(settings.clone())));
         let expected = with_owner_edit(law.kind, &xd, &carried);
-        let (dx, answer) = pass(law.kind, law.operation, &xd, &settings);
-        prop_assert_eq!(answer.mutated.is_some(), carried != OwnerEdit::Keep,
+        let dx = pass(law.kind, law.operation, &xd, &settings);
+        prop_assert_eq!(dx.mutated, carried != OwnerEdit::Keep,
             "disabled changed a workload without a record beyond the owner's mode {:?}", carried);
-        prop_assert!(normalize(&dx) == normalize(&expected),
-            "disabled(x) is not x with the owner's mode {:?} (patch from it):\n{}",
-            carried, differences(&normalize(&expected), &normalize(&dx)));
-        let expected = law.law_normal(disabled, &expected);
+        gives_back(&format!("the owner's mode {carried:?}"), &dx, &expected, &as_is)
+            .map_err(TestCaseError::fail)?;
+        let dx = Pass { out: expected, ..dx };
         for (a, ax) in law.firsts().iter().enumerate() {
-            let dax = law.law_normal(disabled, &law.second(ax, disabled, true));
-            prop_assert!(dax == expected, "disabled(A(x)) != disabled(x), {} (patch from disabled(x)):\n{}",
-                pair(&law, a, disabled), differences(&expected, &dax));
+            let dax = law.second(&ax.out, disabled, true);
+            let what = format!("disabled(A(x)) != disabled(x), {}", pair(&law, a, disabled));
+            same(&what, &dax, &dx, &|o| law.inert_off(disabled, o), law.warned(disabled, &dax, &dx)).map_err(TestCaseError::fail)?;
         }
     }
 
@@ -595,7 +602,7 @@ proptest! {
         which in 0..3u8,
         pick in any::<usize>(),
     ) {
-        let (y, _) = law.pass(law.operation, &law.x, law.first[a], MODES[a]);
+        let y = law.pass(law.operation, &law.x, law.first[a], MODES[a]).out;
         let Some(y) = tamper(law.kind, &y, which, pick) else {
             return Ok(());
         };
@@ -608,23 +615,19 @@ proptest! {
             return Ok(());
         }
         let t = template_pointer(law.kind);
-        let (out, answer) = law.pass(law.follow_up(), &y, law.second[b], MODES[b]);
+        let out = law.pass(law.follow_up(), &y, law.second[b], MODES[b]);
         let mut bare = y.clone();
         remove_annotations(&mut bare, t, &RECORD_KEYS);
-        let (mut expected, bare_answer) = law.pass(law.follow_up(), &bare, law.second[b], MODES[b]);
+        let bare = law.pass(law.follow_up(), &bare, law.second[b], MODES[b]);
+        let mut expected = bare.out.clone();
         remove_annotations(&mut expected, t, &RECORD_KEYS);
         for (key, value) in RECORD_KEYS.iter().zip(record_keys(&y, t)) {
             if let Some(value) = value {
                 set_annotation(&mut expected, t, key, &value);
             }
         }
-        let (out, expected) = (normalize(&out), normalize(&expected));
-        prop_assert!(out == expected, "{} (patch from the pass without the record):\n{}",
-            pair(&law, a, b), differences(&expected, &out));
-        let named = record_warnings(&answer);
-        prop_assert!(named.len() == 1, "no warning naming {}: {:?}", APPLIED, answer.warnings);
-        let rest: Vec<&String> = answer.warnings.iter().filter(|w| !w.contains(APPLIED)).collect();
-        prop_assert_eq!(rest, bare_answer.warnings.iter().collect::<Vec<_>>());
+        undoes_nothing(&pair(&law, a, b), &out, &expected, &bare.warnings)
+            .map_err(TestCaseError::fail)?;
     }
 
     /// (10) A record whose edit is no longer on the object at all (the
@@ -642,7 +645,7 @@ proptest! {
         b in 0..4usize,
         pick in any::<usize>(),
     ) {
-        let (y, _) = law.pass(law.operation, &law.x, law.first[a], MODES[a]);
+        let y = law.pass(law.operation, &law.x, law.first[a], MODES[a]).out;
         let Some((y, bare)) = take_off(law.kind, &y, pick) else {
             return Ok(());
         };
@@ -656,23 +659,21 @@ proptest! {
         if wanted == Some(applied.mode()) {
             return Ok(());
         }
-        let (out, answer) = law.pass(law.follow_up(), &y, law.second[b], MODES[b]);
-        let (expected, bare_answer) = law.pass(law.follow_up(), &bare, law.second[b], MODES[b]);
-        let (out, expected) = (normalize(&out), normalize(&expected));
-        prop_assert!(out == expected, "{}, {:?} (patch from the pass without the record):\n{}",
-            pair(&law, a, b), applied, differences(&expected, &out));
-        prop_assert!(record_warnings(&answer).is_empty(), "{:?}", answer.warnings);
-        prop_assert_eq!(&answer.warnings, &bare_answer.warnings);
+        let out = law.pass(law.follow_up(), &y, law.second[b], MODES[b]);
+        let bare = law.pass(law.follow_up(), &bare, law.second[b], MODES[b]);
+        let what = format!("{}, {:?}: not the pass without the record", pair(&law, a, b), applied);
+        same(&what, &out, &bare, &as_is, Warned::Alike).map_err(TestCaseError::fail)?;
+        prop_assert!(!out.warnings.iter().any(|w| w.contains(APPLIED)), "{:?}", out.warnings);
     }
 }
 
 /// The journeys run the policy some 15 times a case (each hop, the same
 /// journey without the policy, each result sent again), natively and
-/// without the triple request of `run`: half the cases (1,000 by default,
-/// about 6 s).
+/// without the triple request of `run`: 250 cases (about 2 s), half the
+/// long mode's.
 fn journey_config() -> ProptestConfig {
     ProptestConfig {
-        cases: (cases() / 2).max(1),
+        cases: cases(250, 2),
         ..config()
     }
 }
@@ -836,7 +837,9 @@ fn generators_reach_the_interesting_cases() {
             Record::Unreadable => "unreadable",
         };
         *records.entry(form).or_default() += 1;
-        let (y, _) = law.pass(law.operation, &law.x, law.first[i % 3], MODES[i % 3]);
+        let y = law
+            .pass(law.operation, &law.x, law.first[i % 3], MODES[i % 3])
+            .out;
         if tamper(law.kind, &y, 1 + (i % 2) as u8, i / 3).is_some() {
             untrusted += 1;
         }

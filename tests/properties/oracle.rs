@@ -1,4 +1,5 @@
-//! The oracle, written from the README and the spec, never from src/:
+//! The oracle, written from the README, docs/design.md, docs/facts.md and
+//! the spec, never from src/:
 //! what the decision table makes of a request (`plan`), where the
 //! workload's mode and the owner's mode carried down are read and written
 //! (`mode_asked`, `owner_edit`), whether Istio injects (`injection_off`,
@@ -350,8 +351,8 @@ pub fn readiness_check(sidecar: &Value) -> Option<(&'static str, Value)> {
 /// The sidecar as Istio would have injected it in native form: what it had,
 /// `restartPolicy: Always`, and, where it has none, Istio's startup probe
 /// on what its readiness probe checks and Istio's drain hook on the pod's
-/// status port (README, "The move compared with Istio's own native
-/// injection").
+/// status port (docs/facts.md, "The native form"; docs/design.md, "The
+/// move compared with Istio's own native injection").
 pub fn made_native(sidecar: &Value, status_port: u16) -> Value {
     let istio = istio_native_proxy();
     let mut moved = sidecar.clone();
@@ -404,7 +405,7 @@ impl<'de> serde::Deserialize<'de> for Ordered {
 }
 
 /// `sidecar.istio.io/status` as Istio writes it for a native sidecar
-/// (README): `name` taken out of `containers` (an emptied list is `null`)
+/// (docs/facts.md, "The native form"): `name` taken out of `containers` (an emptied list is `null`)
 /// and put in `initContainers` after Istio's own init containers, key order
 /// and every other member kept; `Ok(None)` when `containers` does not list
 /// `name`; `Err` when the status is not an object of string lists.
@@ -474,7 +475,8 @@ pub struct Move {
     pub annotation: bool,
 }
 
-/// What the README says `istio-job-sidecar/applied` records, form by form.
+/// What `istio-job-sidecar/applied` records, form by form (README, "The
+/// record: `istio-job-sidecar/applied`"; docs/design.md, "The members").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Applied {
     NativeAnnotation,
@@ -502,8 +504,8 @@ impl Applied {
         }
     }
 
-    /// The annotation's value as the README writes it: compact JSON, `mode`
-    /// first.
+    /// The annotation's value as docs/design.md writes it ("Why a record,
+    /// and why this one"): compact JSON, `mode` first.
     pub fn text(&self) -> String {
         let s = |v: &str| serde_json::to_string(v).unwrap();
         match self {
@@ -543,7 +545,8 @@ impl Applied {
         }
     }
 
-    /// A record read as the README describes it (members in any order): the
+    /// A record read as docs/design.md describes it ("The members"; members
+    /// in any order): the
     /// reader is strict; `None` when the record is not one the policy may
     /// trust: not JSON, not an object, no or an unknown mode, a member
     /// missing, of the wrong type, unknown or given twice, a move adding a
@@ -711,7 +714,8 @@ pub struct Undo {
     pub legacy: bool,
 }
 
-/// The undo step, modelled from the README: for a readable record naming
+/// The undo step, modelled from the README ("What is taken back"): for a
+/// readable record naming
 /// another mode than `wanted` (or any, when no mode is wanted), that mode's
 /// edit taken back exactly; the record alone goes when nothing of the edit
 /// is left; refused when the object holds it otherwise than it was left.
@@ -769,7 +773,8 @@ pub fn command_of(container: &Value) -> Option<Vec<String>> {
 }
 
 /// The original argv inside a command the quitEndpoint wrapper wraps (its
-/// six-element prefix, README), whatever script and URL it has.
+/// six-element prefix: docs/design.md, "The members"), whatever script and
+/// URL it has.
 pub fn wrapped_original(command: &[String]) -> Option<&[String]> {
     let ours = command.len() >= 6
         && command[0] == QUIT_SHELL[0]
@@ -960,7 +965,8 @@ pub enum ExpectRecord {
     Exactly(Applied),
 }
 
-/// The record after the pass, from what the mode did (README): an untrusted
+/// The record after the pass, from what the mode did (docs/design.md,
+/// "Records that cannot be trusted"; README, "Changing modes"): an untrusted
 /// record stays as it is; the mode's record is written when it differs
 /// from the one there (a legacy record is always rewritten in the new key,
 /// even when nothing else changes); a record of the mode whose edit the
@@ -1139,7 +1145,8 @@ pub fn exit_record_edit(before: Option<&str>, after: Option<&str>) -> Result<Rec
 }
 
 /// What quitEndpoint leaves of the containers, and of the record, from the
-/// README (not from src/).
+/// README ("quitEndpoint") and docs/design.md ("The quitEndpoint wrapper"),
+/// not from src/.
 pub struct QuitExpectation {
     pub containers: Vec<Value>,
     pub record: RecordEdit,
@@ -1439,9 +1446,10 @@ pub fn record_warnings(answer: &Answer) -> Vec<&String> {
         .collect()
 }
 
-/// The warning the README gives for the undo's outcome: for an unreadable
-/// record, `istio-job-sidecar/applied unreadable ...`; for a refusal,
-/// `istio-job-sidecar/applied: <mode> edit kept: <why>` with the README's
+/// The warning docs/design.md gives for the undo's outcome ("Records that
+/// cannot be trusted"): for an unreadable record,
+/// `istio-job-sidecar/applied unreadable ...`; for a refusal,
+/// `istio-job-sidecar/applied: <mode> edit kept: <why>` with its table's
 /// `<why>`; none otherwise (a record whose edit is gone goes silently).
 pub fn check_undo_warning(answer: &Answer, outcome: &UndoOutcome) -> Result<(), String> {
     let named = record_warnings(answer);
