@@ -404,7 +404,7 @@ mod tests {
         );
     }
 
-    /// Found by tests/properties.rs: a template the policy annotated for
+    /// Found by the property tests (tests/properties/): a template the policy annotated for
     /// native injection, kube-injected since, is moved; the policy's
     /// annotation stays, recorded by the move, so a later mode leaves
     /// nothing of it.
