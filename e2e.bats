@@ -273,14 +273,18 @@ assert_settings_rejected() {
 	refute_in_patch 'preStop'
 }
 
-@test "nativeSidecar: Job already injected as a native sidecar, unchanged" {
-	run_case kube-injected-native-job-unchanged
-	assert_not_patched
+@test "nativeSidecar: Job already injected as a native sidecar asks a re-injection for the native form, nothing else" {
+	run_case kube-injected-native-job-annotated
+	assert_patched 'nativeSidecar'
+	refute_in_patch 'initContainers'
+	refute_in_patch 'containers'
 }
 
-@test "nativeSidecar: CronJob already injected as a native sidecar, unchanged" {
-	run_case kube-injected-native-cronjob-unchanged
-	assert_not_patched
+@test "nativeSidecar: CronJob already injected as a native sidecar asks a re-injection for the native form, nothing else" {
+	run_case kube-injected-native-cronjob-annotated
+	assert_patched 'nativeSidecar'
+	refute_in_patch 'initContainers'
+	refute_in_patch 'containers'
 }
 
 @test "nativeSidecar: the user's sidecar.istio.io/nativeSidecar: \"false\" is respected" {
@@ -333,7 +337,7 @@ assert_settings_rejected() {
 @test "quitEndpoint: Job CREATE, the app container's command is wrapped" {
 	run_case quit-job
 	assert_patched 'quitquitquit'
-	# the record of issue 11, not the quit-wrapped mark of earlier versions
+	# the record istio-job-sidecar/applied, not the quit-wrapped mark of earlier versions
 	assert_patched '{\"mode\":\"quitEndpoint\",\"container\":\"pi\"}'
 	refute_in_patch 'quit-wrapped'
 }
@@ -368,9 +372,10 @@ assert_settings_rejected() {
 	assert_not_patched
 }
 
-@test "quitEndpoint: proxy already a native sidecar, unchanged" {
-	run_case quit-kube-injected-native-unchanged
-	assert_not_patched
+@test "quitEndpoint: beside a proxy already a native sidecar the app is wrapped all the same" {
+	run_case quit-kube-injected-native-wrapped
+	assert_patched '/command'
+	refute_in_patch 'initContainers'
 }
 
 @test "quitEndpoint: container without an explicit command, unchanged with a warning" {
@@ -419,7 +424,7 @@ assert_settings_rejected() {
 	assert_patched
 }
 
-# --- changing modes (issue 11) -----------------------------------------------
+# --- changing modes: B(A(x)) == B(x), the record taken back -------------------
 # A CronJob admitted under mode A, then updated under mode B (or disabled),
 # must end as B applied to the original, the record
 # istio-job-sidecar/applied included: kwctl runs A on the CronJob's CREATE,
@@ -460,6 +465,7 @@ import copy, difflib, json, os, sys
 command, out, variant = sys.argv[1:4]
 TARGETS = ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint", "disabled"]
 MODE_KEY = "istio-job-sidecar/mode"
+OWNER_MODE_KEY = "istio-job-sidecar/owner-mode"
 RECORD_KEY = "istio-job-sidecar/applied"
 failures = []
 
@@ -524,6 +530,12 @@ def differ(what, want, got):
     diff = "\n".join(difflib.unified_diff(text(want), text(got), "want", "got", lineterm="", n=2))
     failures.append("%s:\n%s" % (what, diff))
 
+def with_template_annotations(obj, annotations):
+    obj = copy.deepcopy(obj)
+    metadata = template(obj).setdefault("metadata", {})
+    metadata["annotations"] = annotations
+    return obj
+
 def mode_annotation(obj, on_template):
     target = template(obj) if on_template else obj
     return (target.get("metadata") or {}).get("annotations", {}).get(MODE_KEY)
@@ -540,8 +552,13 @@ if command == "first":
             failures.append("%s on the CREATE: warnings %s, golden %s" % (m, got["warnings"], warnings))
         annotations = (template(got["object"]).get("metadata") or {}).get("annotations", {})
         record = json.loads(annotations[RECORD_KEY]) if RECORD_KEY in annotations else None
-        if m == "disabled" and got["patched"]:
-            failures.append("disabled on the CREATE: patched")
+        if m == "disabled":
+            # nothing applied: only the mode of the CronJob itself is carried down
+            # to the pod template, as istio-job-sidecar/owner-mode
+            carried = {k: v for k, v in annotations.items() if k != OWNER_MODE_KEY}
+            if got["patched"] and (record is not None or annotations.get(OWNER_MODE_KEY) != "disabled" or \
+                    normalized(with_template_annotations(got["object"], carried)) != normalized(load(os.path.join(case(m), "request.json"))["object"])):
+                failures.append("disabled on the CREATE: more than the owner mode carried down")
         if m != "disabled" and (record or {}).get("mode") != m:
             failures.append("%s on the CREATE: record %s" % (m, record))
 elif command == "build":
@@ -722,11 +739,18 @@ mode_changes() {
 	refute_in_patch '/command'
 }
 
-@test "mode change: a command the user replaced is not undone, with a warning" {
-	run_case mode-change-edited-command-refused-warns
-	assert_warning 'quitEndpoint edit kept'
-	refute_in_patch 'istio-job-sidecar~1applied'
+@test "mode change: a command the user replaced holds nothing of the wrapper: the record goes, no warning" {
+	run_case mode-change-command-replaced-record-goes
+	assert_no_warnings
+	assert_patched 'istio-job-sidecar~1applied'
 	refute_in_patch '/command'
+}
+
+@test "mode change: a command a server-side apply wrote back: the record goes, nativeSidecar as on the original" {
+	run_case mode-change-command-written-back-record-goes
+	assert_no_warnings
+	[ "$(decoded_patch | patched_object test_data/cases/mode-change-command-written-back-record-goes/request.json)" = \
+		"$(jq -cS .mutatedObject test_data/cases/mode-change-plain-nativeSidecar/expected.json)" ]
 }
 
 @test "mode change: the quit-wrapped mark of earlier versions is undone under nativeSidecar" {
@@ -735,6 +759,20 @@ mode_changes() {
 	# nativeSidecar on the original CronJob, as if quitEndpoint had never been
 	[ "$(decoded_patch | patched_object test_data/cases/mode-change-legacy-mark-undone/request.json)" = \
 		"$(jq -cS .mutatedObject test_data/cases/mode-change-plain-nativeSidecar/expected.json)" ]
+}
+
+# --- journeys ---------------------------------------------------------------
+# Every journey of testkit/src/journeys.rs, CronJob -> Job -> Pod -> Istio's
+# injector, with each hop an admission request answered by kwctl running
+# $POLICY: judged as the native run is (the Pod ends by the mode asked for,
+# or is as without the policy), each result sent again unchanged, and every
+# hop's patch, warnings and Pod equal to test_data/journeys/<name>.json.
+
+@test "journeys: every hop through kwctl as natively, every Pod as the README promises" {
+	run cargo run --quiet --locked -p policy-testkit --bin journey -- \
+		--kwctl "$(command -v kwctl)" --module "$POLICY"
+	echo "$output"
+	[ "$status" -eq 0 ]
 }
 
 # --- settings ---------------------------------------------------------------
@@ -825,6 +863,31 @@ run_example() {
 
 @test "examples/quit-endpoint-labelled-pods.yaml as the policy: same as the module with its settings" {
 	run_example quit-endpoint-labelled-pods.yaml
+}
+
+# --- kubectl istio-job-sidecar (cli/): its answers are the module's ---------
+
+# The tool runs the policy crate natively, kwctl the module: every patch and
+# warning `scan -o json` reports for a CREATE or UPDATE of an object of its
+# inputs (kubectl's, a cluster dump, Istio's kube-inject outputs) must be
+# what kwctl answers for the same request (cli/tests/kwctl_agrees.py).
+scan_agrees_with_kwctl() {
+	local settings="$1" cli="${CLI:-target/debug/kubectl-istio_job_sidecar}" scan
+	[ -n "${CLI:-}" ] || cargo build --locked -q -p istio-job-sidecar-cli
+	scan="$BATS_TEST_TMPDIR/scan.json"
+	"$cli" scan cli/tests/data/manifests cli/tests/data/kustomized.yaml cli/tests/data/cluster.json \
+		test_data/fixtures --settings "$settings" --now 2025-12-08T16:32:00Z -o json >"$scan"
+	run python3 cli/tests/kwctl_agrees.py "$scan" "$settings" "$POLICY"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "kubectl istio-job-sidecar scan: its patches and warnings are kwctl's (nativeSidecar)" {
+	scan_agrees_with_kwctl '{}'
+}
+
+@test "kubectl istio-job-sidecar scan: its patches and warnings are kwctl's (quitEndpoint)" {
+	scan_agrees_with_kwctl '{"mode":"quitEndpoint"}'
 }
 
 # --- this file keeps up with test_data and examples -------------------------

@@ -1,5 +1,6 @@
-//! The decision table of issue 2, as a pure function over plain data.
-//! One arm per row; the rstest table below has the same rows.
+//! The decision table, as a pure function over plain data: what the
+//! policy does with a request, before it looks at how. One arm per row;
+//! the rstest table below has the same rows.
 
 use crate::settings::{Mode, Settings};
 use crate::view::{Kind, ANNOTATION_MODE};
@@ -15,11 +16,16 @@ pub struct Facts<'f> {
     pub operation: &'f str,
     /// `spec.restartPolicy` (read for Pods only).
     pub restart_policy: Option<&'f str>,
-    /// `istio-job-sidecar/mode` of the template, else of the object.
+    /// `istio-job-sidecar/mode` as the workload asked for it
+    /// (`Workload::mode_annotation`).
     pub mode_annotation: Option<&'f str>,
-    /// `sidecar.istio.io/inject` says "no" on the template.
-    pub injection_disabled: bool,
-    /// `sidecar.istio.io/status` present: a real proxy is already there.
+    /// Istio's injector will not inject this pod: `sidecar.istio.io/inject`
+    /// says "false" as Istio reads it, or the pod is on the host's network.
+    pub injection_off: bool,
+    /// A proxy is already there: `sidecar.istio.io/status` says Istio
+    /// injected one, or a container has the sidecar's name (a Pod of a
+    /// kube-injected CronJob carries the proxy, not the status, which
+    /// stays on the Job's own metadata).
     pub injected: bool,
 }
 
@@ -36,7 +42,7 @@ pub enum Skip {
     /// `istio-job-sidecar/mode: disabled`.
     Disabled,
     /// Istio will not inject this pod and no proxy is there.
-    InjectionDisabled,
+    InjectionOff,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,9 +78,7 @@ pub fn decide(facts: &Facts, settings: &Settings) -> (Plan, Vec<String>) {
     let mut warnings = Vec::new();
     let plan = match workload_mode(facts, settings, &mut warnings) {
         None => Plan::Skip(Skip::Disabled),
-        Some(_) if facts.injection_disabled && !facts.injected => {
-            Plan::Skip(Skip::InjectionDisabled)
-        }
+        Some(_) if facts.injection_off && !facts.injected => Plan::Skip(Skip::InjectionOff),
         Some(mode) => Plan::Apply(mode),
     };
     (plan, warnings)
@@ -113,7 +117,7 @@ mod tests {
         operation: "CREATE",
         restart_policy: Some("Never"),
         mode_annotation: None,
-        injection_disabled: false,
+        injection_off: false,
         injected: false,
     };
 
@@ -137,8 +141,8 @@ mod tests {
     #[case::pod_always(with(|f| { f.kind = Kind::Pod; f.restart_policy = Some("Always") }), Plan::Skip(Skip::LongRunningPod))]
     #[case::pod_unset(with(|f| { f.kind = Kind::Pod; f.restart_policy = None }), Plan::Skip(Skip::LongRunningPod))]
     #[case::pod_update(with(|f| { f.kind = Kind::Pod; f.operation = "UPDATE" }), Plan::Skip(Skip::Operation))]
-    #[case::injection_off(with(|f| f.injection_disabled = true), Plan::Skip(Skip::InjectionDisabled))]
-    #[case::injection_off_but_injected(with(|f| { f.injection_disabled = true; f.injected = true }), NATIVE)]
+    #[case::injection_off(with(|f| f.injection_off = true), Plan::Skip(Skip::InjectionOff))]
+    #[case::injection_off_but_injected(with(|f| { f.injection_off = true; f.injected = true }), NATIVE)]
     #[case::workload_disabled(with(|f| f.mode_annotation = Some("disabled")), Plan::Skip(Skip::Disabled))]
     #[case::workload_exit(with(|f| f.mode_annotation = Some("exitOnJobCompletion")), Plan::Apply(Mode::ExitOnJobCompletion))]
     #[case::workload_quit(with(|f| f.mode_annotation = Some("quitEndpoint")), Plan::Apply(Mode::QuitEndpoint))]

@@ -188,6 +188,21 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// A JSON boolean; `Ok(None)` for null.
+    pub fn read_bool(&self) -> Result<Option<bool>, ShapeError> {
+        match self {
+            Node::Raw(raw) => match raw.get() {
+                "true" => Ok(Some(true)),
+                "false" => Ok(Some(false)),
+                "null" => Ok(None),
+                _ => Err(ShapeError("expected a boolean".into())),
+            },
+            Node::Value(Value::Bool(b)) => Ok(Some(*b)),
+            Node::Value(Value::Null) => Ok(None),
+            _ => Err(ShapeError("expected a boolean".into())),
+        }
+    }
+
     /// A plain `serde_json::Value` of this node (for small parts only).
     pub fn to_value(&self) -> Result<Value, ShapeError> {
         serde_json::to_value(self).map_err(|e| ShapeError(e.to_string()))

@@ -2,23 +2,53 @@
 //! mode -> response. Every failure on the way is an accept, unchanged, with a
 //! warning that says why: a mutating helper must never deny a pod.
 
-use crate::decide::{self, decide, Facts, Plan};
+use crate::decide::{self, decide, Facts, Plan, Skip};
 use crate::json::{Node, ShapeError};
-use crate::modes::{self, RecordEdit, Target, Undone};
-use crate::record::Record;
+use crate::modes::change::undo_then_apply;
 use crate::request::Request;
 use crate::response;
 use crate::settings::{Mode, Settings};
-use crate::view::{Kind, ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
-use crate::warning;
-use crate::workload::{self, annotations_mut, remove_annotations, template_mut, Workload};
+use crate::template::Template;
+use crate::view::{Kind, ANNOTATION_OWNER_MODE};
+use crate::workload::{self, OwnerMode};
 
 /// The `validate` answer for a raw payload (JSON `ValidationResponse` bytes).
 pub fn evaluate(payload: &[u8]) -> Vec<u8> {
-    match answer(payload) {
+    explain(payload).response
+}
+
+/// The `validate` answer, and what the policy decided on the way: for
+/// tools that report what the policy does (the operator's scan), so that
+/// they never decide anything themselves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explained {
+    pub verdict: Verdict,
+    /// JSON `ValidationResponse` bytes, as `validate` returns them.
+    pub response: Vec<u8>,
+}
+
+/// What the policy made of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not a kind this policy handles, or no object.
+    NotHandled,
+    /// The payload, its settings or its object could not be read; the
+    /// warning says why.
+    NotUnderstood,
+    /// A decision row that applies no mode (an earlier edit of the policy
+    /// may still have been taken back).
+    Skip(Skip),
+    /// This mode is wanted (the object may already be as it needs to be).
+    Apply(Mode),
+}
+
+pub fn explain(payload: &[u8]) -> Explained {
+    let (answer, verdict) = answer(payload);
+    let response = match answer {
         Answer::Accept(warnings) => response::accept(&warnings),
         Answer::Mutate(object, warnings) => response::mutate(&object, &warnings, payload.len()),
-    }
+    };
+    Explained { verdict, response }
 }
 
 /// The decision, before it is written out.
@@ -28,11 +58,12 @@ pub enum Answer<'a> {
     Mutate(Node<'a>, Vec<String>),
 }
 
-pub fn answer(payload: &[u8]) -> Answer<'_> {
+pub fn answer(payload: &[u8]) -> (Answer<'_>, Verdict) {
+    let not_understood = |why: String| (Answer::Accept(vec![why]), Verdict::NotUnderstood);
     // One reader type (str) for every parse keeps one copy of serde_json's
     // parser in the module; UTF-8 is checked once, here.
     let Ok(text) = std::str::from_utf8(payload) else {
-        return Answer::Accept(vec!["request not understood: it is not UTF-8".into()]);
+        return not_understood("request not understood: it is not UTF-8".into());
     };
     // When kind and operation come before the object (the API server's
     // order), the object of a request they already decide is never built.
@@ -43,19 +74,27 @@ pub fn answer(payload: &[u8]) -> Answer<'_> {
         Ok(r) => r,
         Err(e) => {
             let why = without_position(&e);
-            return Answer::Accept(vec![format!("request not understood: {why}")]);
+            return not_understood(format!("request not understood: {why}"));
         }
     };
-    let (Some(kind), Some(mut object)) = (request.kind, request.object) else {
-        return Answer::Accept(Vec::new());
+    let operation = request.operation.as_deref().unwrap_or_default();
+    let (kind, mut object) = match (request.kind, request.object) {
+        (Some(kind), Some(object)) => (kind, object),
+        // The object of a request decided by its kind and operation alone
+        // was not read.
+        (Some(kind), None) => {
+            let verdict =
+                decide::by_operation(kind, operation).map_or(Verdict::NotHandled, Verdict::Skip);
+            return (Answer::Accept(Vec::new()), verdict);
+        }
+        (None, _) => return (Answer::Accept(Vec::new()), Verdict::NotHandled),
     };
     let unexpected = |why: &str| {
-        Answer::Accept(vec![format!(
+        not_understood(format!(
             "{} left unchanged, unexpected shape: {why}",
             kind.as_str()
-        )])
+        ))
     };
-    let operation = request.operation.as_deref().unwrap_or_default();
     // Most Pods of a cluster run forever: answered before the rest is read.
     let restart_policy = match kind {
         Kind::Pod => match workload::restart_policy(&mut object) {
@@ -64,145 +103,86 @@ pub fn answer(payload: &[u8]) -> Answer<'_> {
         },
         _ => None,
     };
-    if decide::by_request(kind, operation, restart_policy.as_deref()).is_some() {
-        return Answer::Accept(Vec::new());
+    if let Some(skip) = decide::by_request(kind, operation, restart_policy.as_deref()) {
+        return (Answer::Accept(Vec::new()), Verdict::Skip(skip));
     }
     let settings = match read_settings(request.settings) {
         Ok(s) => s,
-        Err(why) => return Answer::Accept(vec![format!("invalid settings, nothing done: {why}")]),
+        Err(why) => return not_understood(format!("invalid settings, nothing done: {why}")),
     };
-    let workload = match Workload::read(kind, &mut object) {
-        Ok(Some(w)) => w,
-        Ok(None) => return unexpected("no pod template"),
-        Err(why) => return unexpected(&why),
+    let edited = {
+        let mut template = match Template::read(kind, &mut object) {
+            Ok(Some(t)) => t,
+            Ok(None) => return unexpected("no pod template"),
+            Err(why) => return unexpected(&why),
+        };
+        match decide_and_edit(&mut template, operation, &settings) {
+            Ok(edited) => edited,
+            Err(e) => return unexpected(&e.to_string()),
+        }
     };
+    let (changed, warnings, verdict) = edited;
+    if changed {
+        (Answer::Mutate(object, warnings), verdict)
+    } else {
+        (Answer::Accept(warnings), verdict)
+    }
+}
+
+/// Decide on the object the handle holds and make the edits: whether it
+/// changed, the warnings, the verdict.
+fn decide_and_edit(
+    template: &mut Template,
+    operation: &str,
+    settings: &Settings,
+) -> Result<(bool, Vec<String>, Verdict), ShapeError> {
+    let kind = template.kind();
+    let view = template.view()?;
     let facts = Facts {
         kind,
         operation,
-        restart_policy: workload.spec.restart_policy.as_deref(),
-        mode_annotation: workload.mode_annotation(),
-        injection_disabled: workload.injection_disabled(),
-        injected: workload.injection_status().is_some(),
+        restart_policy: view.spec.restart_policy.as_deref(),
+        mode_annotation: view.mode_annotation(),
+        injection_off: view.injection_off(),
+        injected: view.injection_status().is_some()
+            || view.has_container(&settings.sidecar_container_name),
     };
-    let (plan, mut warnings) = decide(&facts, &settings);
-    let wanted = match plan {
-        Plan::Apply(mode) => Some(mode),
-        // Nothing to apply: only an earlier edit may have to be taken back.
-        Plan::Skip(_) if !workload.has_record() => return Answer::Accept(warnings),
-        Plan::Skip(_) => None,
+    let (plan, mut warnings) = decide(&facts, settings);
+    let (wanted, verdict) = match plan {
+        Plan::Apply(mode) => (Some(mode), Verdict::Apply(mode)),
+        Plan::Skip(skip) => (None, Verdict::Skip(skip)),
     };
-    match undo_then_apply(kind, workload, &mut object, &settings, wanted) {
-        Ok((changed, more)) => {
-            warnings.extend(more);
-            if changed {
-                Answer::Mutate(object, warnings)
-            } else {
-                Answer::Accept(warnings)
-            }
-        }
-        Err(e) => unexpected(&e.to_string()),
+    // The mode the owner asked for on its own metadata goes down to the pod
+    // template, the only metadata every Job and Pod made from it carries;
+    // a pod Istio will not inject needs none.
+    let owner_mode = match plan {
+        Plan::Skip(Skip::InjectionOff) => None,
+        _ if !settings.workload_override => None,
+        _ => view.owner_mode_edit().map(|edit| match edit {
+            OwnerMode::Set(value) => Some(value.to_owned()),
+            OwnerMode::Remove => None,
+        }),
+    };
+    if wanted.is_none() && owner_mode.is_none() && !view.has_record() {
+        return Ok((false, warnings, verdict));
     }
-}
-
-/// The recorded mode's edit is taken back when another mode, or none, is
-/// wanted now; then the wanted mode is applied and the record brought up
-/// to date. A record that cannot be read, or whose edit is no longer on
-/// the object as it was left, is left as it is and undoes nothing.
-/// Returns whether the object changed, and the warnings.
-pub(crate) fn undo_then_apply<'a>(
-    kind: Kind,
-    mut workload: Workload<'a>,
-    object: &mut Node<'a>,
-    settings: &Settings,
-    wanted: Option<Mode>,
-) -> Result<(bool, Vec<String>), ShapeError> {
-    let mut changed = false;
-    let mut warnings = Vec::new();
-    // The record while it is trusted, and whether it is in its legacy form.
-    let (mut current, mut legacy, mut trusted) = (None, false, true);
-    match workload.record() {
-        Record::Absent => {}
-        Record::Unreadable(why) => {
-            trusted = false;
-            warnings.push(unreadable(&why));
-        }
-        Record::Read { applied, legacy: l } if Some(applied.mode()) == wanted => {
-            (current, legacy) = (Some(applied), l);
-        }
-        Record::Read { applied, .. } => {
-            let mut target = Target {
-                kind,
-                workload: &workload,
-                object,
-                settings,
-                record: None,
-            };
-            match modes::undo(&applied, &mut target)? {
-                Undone::Done { changed: edited } => {
-                    remove_annotations(template_mut(kind, object)?, &RECORD_KEYS)?;
-                    changed = true;
-                    if edited {
-                        // The modes read the view: it must show the object
-                        // as the undo left it.
-                        workload = Workload::read(kind, object)
-                            .map_err(ShapeError)?
-                            .ok_or_else(|| ShapeError("no pod template".into()))?;
-                    }
-                }
-                Undone::Refused(why) => {
-                    trusted = false;
-                    let mode = applied.mode().as_str();
-                    warnings.push(format!("{ANNOTATION_APPLIED}: {mode} edit kept: {why}"));
-                }
-            }
-        }
-    }
-    let Some(mode) = wanted else {
-        return Ok((changed, warnings));
-    };
-    let mut target = Target {
-        kind,
-        workload: &workload,
-        object,
-        settings,
-        record: current.as_ref(),
-    };
-    let outcome = modes::apply(mode, &mut target)?;
-    changed |= outcome.changed;
-    warnings.extend(outcome.warnings);
-    if !trusted {
-        return Ok((changed, warnings));
-    }
-    let write = match outcome.record {
-        RecordEdit::Set(applied) if legacy || current.as_ref() != Some(&applied) => Some(applied),
-        RecordEdit::Keep if legacy => current,
-        RecordEdit::Remove => {
-            changed |= remove_annotations(template_mut(kind, object)?, &RECORD_KEYS)?;
-            None
-        }
-        _ => None,
-    };
-    if let Some(applied) = write {
-        let template = template_mut(kind, object)?;
-        annotations_mut(template)?.set(ANNOTATION_APPLIED, Node::from_string(applied.to_text()))?;
-        if legacy {
-            remove_annotations(template, &[ANNOTATION_QUIT_WRAPPED])?;
-        }
+    let (mut changed, more) = undo_then_apply(template, settings, wanted)?;
+    warnings.extend(more);
+    if let Some(value) = owner_mode {
+        carry_owner_mode(template, value)?;
         changed = true;
     }
-    Ok((changed, warnings))
+    Ok((changed, warnings, verdict))
 }
 
-/// The record, and its form in earlier versions.
-const RECORD_KEYS: [&str; 2] = [ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED];
-
-fn unreadable(why: &str) -> String {
-    const TAIL: &str = "nothing undone, left as it is";
-    let full = format!("{ANNOTATION_APPLIED} unreadable ({why}): {TAIL}");
-    if warning::fits(&full) {
-        full
-    } else {
-        format!("{ANNOTATION_APPLIED} unreadable: {TAIL}")
+/// Set (or, for `None`, remove) `istio-job-sidecar/owner-mode` on the pod
+/// template.
+fn carry_owner_mode(template: &mut Template, value: Option<String>) -> Result<(), ShapeError> {
+    match value {
+        Some(value) => template.set_annotation(ANNOTATION_OWNER_MODE, Node::from_string(value)),
+        None => template
+            .remove_annotations(&[ANNOTATION_OWNER_MODE])
+            .map(|_| ()),
     }
 }
 
@@ -292,300 +272,5 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("invalid settings"));
-    }
-
-    // ------------------------------------------------------------ issue 11
-
-    const QUIT_RECORD: &str = r#"{"mode":"quitEndpoint","container":"app"}"#;
-
-    fn cronjob(annotations: serde_json::Value, command: serde_json::Value) -> serde_json::Value {
-        json!({
-            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
-            "spec": {"schedule": "@hourly", "jobTemplate": {"spec": {"template": {
-                "metadata": {"annotations": annotations},
-                "spec": {"restartPolicy": "Never", "containers": [
-                    {"name": "app", "image": "app:1", "command": command}
-                ]}
-            }}}}
-        })
-    }
-
-    /// One CronJob UPDATE under `mode`: the object afterwards, and the warnings.
-    fn update(object: &serde_json::Value, mode: &str) -> (serde_json::Value, Vec<String>) {
-        let payload = json!({
-            "request": {
-                "kind": {"group": "batch", "version": "v1", "kind": "CronJob"},
-                "operation": "UPDATE",
-                "object": object
-            },
-            "settings": {"mode": mode}
-        });
-        let out: serde_json::Value =
-            serde_json::from_slice(&evaluate(&serde_json::to_vec(&payload).unwrap())).unwrap();
-        let warnings = serde_json::from_value(out["warnings"].clone()).unwrap_or_default();
-        match &out["mutated_object"] {
-            serde_json::Value::Null => (object.clone(), warnings),
-            mutated => (mutated.clone(), warnings),
-        }
-    }
-
-    fn template(object: &serde_json::Value) -> &serde_json::Value {
-        &object["spec"]["jobTemplate"]["spec"]["template"]
-    }
-
-    fn wrapped(original: &[&str]) -> serde_json::Value {
-        let url = crate::settings::DEFAULT_QUIT_URL;
-        let mut command = vec!["/bin/sh", "-c", modes::quit_endpoint::SCRIPT];
-        command.extend(["istio-job-sidecar-quit", url, "always"]);
-        command.extend(original);
-        json!(command)
-    }
-
-    #[test]
-    fn disabled_takes_the_earlier_edit_back() {
-        let original = cronjob(json!({"team": "a"}), json!(["run", "it's \"quoted\""]));
-        let (quit, _) = update(&original, "quitEndpoint");
-        assert_ne!(quit, original);
-        let mut disabled = quit.clone();
-        disabled["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["annotations"]
-            ["istio-job-sidecar/mode"] = json!("disabled");
-        let (out, warnings) = update(&disabled, "quitEndpoint");
-        let mut expected = original.clone();
-        expected["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["annotations"]
-            ["istio-job-sidecar/mode"] = json!("disabled");
-        assert_eq!((out, warnings), (expected, vec![]));
-    }
-
-    #[test]
-    fn the_legacy_mark_is_undone_and_replaced() {
-        let legacy = cronjob(
-            json!({"istio-job-sidecar/quit-wrapped": "app"}),
-            wrapped(&["run", "$(X)"]),
-        );
-        let (native, warnings) = update(&legacy, "nativeSidecar");
-        assert!(warnings.is_empty(), "{warnings:?}");
-        assert_eq!(
-            template(&native)["spec"]["containers"][0]["command"],
-            json!(["run", "$(X)"])
-        );
-        assert_eq!(
-            template(&native)["metadata"]["annotations"],
-            json!({
-                "sidecar.istio.io/nativeSidecar": "true",
-                "istio-job-sidecar/applied": r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}"#
-            })
-        );
-        let (quit, _) = update(&legacy, "quitEndpoint");
-        assert_eq!(
-            template(&quit)["metadata"]["annotations"],
-            json!({"istio-job-sidecar/applied": QUIT_RECORD})
-        );
-        assert_eq!(template(&quit)["spec"], template(&legacy)["spec"]);
-    }
-
-    /// A record that cannot be trusted undoes nothing and stays as it is;
-    /// the mode wanted now is still applied, without a record of its own.
-    #[rstest::rstest]
-    #[case::garbage(
-        "garbage",
-        "istio-job-sidecar/applied unreadable (it is not JSON): nothing undone, left as it is"
-    )]
-    #[case::unknown_member(
-        r#"{"mode":"quitEndpoint","container":"app","argv":["rm"]}"#,
-        "istio-job-sidecar/applied unreadable (it has an unknown member \"argv\"): nothing undone, left as it is"
-    )]
-    #[case::other_container(
-        r#"{"mode":"quitEndpoint","container":"db"}"#,
-        "istio-job-sidecar/applied: quitEndpoint edit kept: container not in the pod once"
-    )]
-    #[case::command_replaced_by_hand(
-        QUIT_RECORD,
-        "istio-job-sidecar/applied: quitEndpoint edit kept: command is not the policy's wrapper"
-    )]
-    fn an_untrusted_record_is_left_alone(#[case] record: &str, #[case] warning: &str) {
-        let command = if record.starts_with('{') && record != QUIT_RECORD {
-            wrapped(&["run"])
-        } else {
-            json!(["/bin/sh", "-c", "run"])
-        };
-        let object = cronjob(
-            json!({"istio-job-sidecar/applied": record}),
-            command.clone(),
-        );
-        let (out, warnings) = update(&object, "nativeSidecar");
-        assert_eq!(warnings, vec![warning.to_owned()]);
-        assert!(crate::warning::fits(warning));
-        assert_eq!(template(&out)["spec"]["containers"][0]["command"], command);
-        assert_eq!(
-            template(&out)["metadata"]["annotations"],
-            json!({"istio-job-sidecar/applied": record, "sidecar.istio.io/nativeSidecar": "true"})
-        );
-        // The next pass changes nothing more, and says so again.
-        assert_eq!(
-            update(&out, "nativeSidecar"),
-            (out, vec![warning.to_owned()])
-        );
-    }
-
-    #[test]
-    fn a_users_own_keys_are_never_recorded_nor_removed() {
-        let own = json!({
-            "sidecar.istio.io/nativeSidecar": "true",
-            "proxy.istio.io/config": "exitOnJobCompletion: true\n"
-        });
-        let object = cronjob(own.clone(), json!(["run"]));
-        for (first, then) in [
-            ("nativeSidecar", "quitEndpoint"),
-            ("exitOnJobCompletion", "quitEndpoint"),
-        ] {
-            let (a, _) = update(&object, first);
-            assert_eq!(a, object, "{first} recorded a user's key");
-            let (b, _) = update(&a, then);
-            let annotations = &template(&b)["metadata"]["annotations"];
-            for (key, value) in own.as_object().unwrap() {
-                assert_eq!(&annotations[key], value);
-            }
-        }
-    }
-
-    /// Every refusal and unreadable warning fits the 120 characters.
-    #[test]
-    fn record_warnings_fit() {
-        let whys = [
-            "container not in the pod once",
-            "command is not the policy's wrapper",
-            "proxy not in initContainers once",
-            "proxy no longer a native sidecar",
-            "a container has the proxy's name",
-            "sidecar.istio.io/status changed since",
-            "sidecar.istio.io/status gone since",
-            "proxy.istio.io/config no longer a mapping",
-            "proxy.istio.io/config has another exitOnJobCompletion",
-            "proxy.istio.io/config edited where the key was added",
-        ];
-        for why in whys {
-            let text = format!("{ANNOTATION_APPLIED}: exitOnJobCompletion edit kept: {why}");
-            assert!(warning::fits(&text), "{text}");
-        }
-        assert!(warning::fits(&unreadable(&"x".repeat(200))));
-    }
-
-    fn kube_injected_cronjob() -> serde_json::Value {
-        let text = include_str!("../test_data/fixtures/istio-cronjob-old-version.yaml.injected");
-        let mut cronjob: serde_json::Value = serde_yaml::from_str(text).unwrap();
-        // The app's argv as its command, so that quitEndpoint wraps it.
-        let app = &mut cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
-        app["command"] = app["args"].take();
-        cronjob
-    }
-
-    /// The proxy the policy moved goes back exactly where it was, without
-    /// what the move added, and the status reads as Istio wrote it; then
-    /// the new mode is applied as to the original.
-    #[test]
-    fn a_moved_proxy_goes_back() {
-        let original = kube_injected_cronjob();
-        let (moved, _) = update(&original, "nativeSidecar");
-        assert_ne!(moved, original);
-        for mode in ["exitOnJobCompletion", "quitEndpoint"] {
-            let (direct, _) = update(&original, mode);
-            let (after_move, warnings) = update(&moved, mode);
-            assert!(warnings.is_empty(), "{warnings:?}");
-            assert_eq!(after_move, direct, "{mode}");
-            let (back, _) = update(&after_move, "nativeSidecar");
-            assert_eq!(back, moved, "{mode} then nativeSidecar");
-        }
-    }
-
-    #[test]
-    fn a_moved_proxy_edited_since_is_left_where_it_is() {
-        let (moved, _) = update(&kube_injected_cronjob(), "nativeSidecar");
-        let mut restatused = moved.clone();
-        restatused["spec"]["jobTemplate"]["metadata"]["annotations"]["sidecar.istio.io/status"] =
-            json!(r#"{"initContainers":["istio-init","istio-proxy"],"containers":null}"#);
-        let mut renamed = moved.clone();
-        renamed["spec"]["jobTemplate"]["spec"]["template"]["spec"]["initContainers"][1]["name"] =
-            json!("envoy");
-        for (edited, why) in [
-            (restatused, "sidecar.istio.io/status changed since"),
-            (renamed, "proxy not in initContainers once"),
-        ] {
-            let (out, warnings) = update(&edited, "exitOnJobCompletion");
-            let warning = format!("istio-job-sidecar/applied: nativeSidecar edit kept: {why}");
-            assert_eq!(warnings, vec![warning]);
-            assert_eq!(
-                template(&out)["spec"]["initContainers"],
-                template(&edited)["spec"]["initContainers"]
-            );
-        }
-    }
-
-    /// Found by the mode_change fuzz target: a nameless container is
-    /// wrapped and recorded as "", and must be unwrapped again.
-    #[test]
-    fn a_nameless_wrapped_container_is_unwrapped() {
-        let mut original = cronjob(json!({}), json!(["run", "a b"]));
-        let app = &mut original["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
-        app.as_object_mut().unwrap().remove("name");
-        let (quit, _) = update(&original, "quitEndpoint");
-        assert_eq!(
-            template(&quit)["metadata"]["annotations"]["istio-job-sidecar/applied"],
-            r#"{"mode":"quitEndpoint","container":""}"#
-        );
-        let mut disabled = quit.clone();
-        disabled["metadata"]["annotations"] = json!({"istio-job-sidecar/mode": "disabled"});
-        let (out, warnings) = update(&disabled, "quitEndpoint");
-        assert!(warnings.is_empty(), "{warnings:?}");
-        let mut expected = original.clone();
-        expected["metadata"]["annotations"] = json!({"istio-job-sidecar/mode": "disabled"});
-        // The emptied annotations go, then the emptied template metadata.
-        let t = &mut expected["spec"]["jobTemplate"]["spec"]["template"];
-        t.as_object_mut().unwrap().remove("metadata");
-        assert_eq!(out, expected);
-    }
-
-    /// Found by the mode_change fuzz target: a proxy moved beside an init
-    /// container of its name could not be moved back; it is not moved.
-    #[test]
-    fn no_move_beside_an_init_container_of_the_proxys_name() {
-        let mut injected = kube_injected_cronjob();
-        let spec = &mut injected["spec"]["jobTemplate"]["spec"]["template"]["spec"];
-        spec["initContainers"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({"name": "istio-proxy", "image": "busybox"}));
-        let (out, warnings) = update(&injected, "nativeSidecar");
-        assert_eq!(out, injected);
-        assert_eq!(
-            warnings,
-            vec!["istio-job-sidecar: more than one container is named istio-proxy; left unchanged"]
-        );
-    }
-
-    /// Found by tests/properties.rs: a template the policy annotated for
-    /// native injection, kube-injected since, is moved, and the policy's
-    /// annotation goes with its record, so a later mode leaves nothing of it.
-    #[test]
-    fn an_annotated_template_injected_since_loses_the_policys_annotation() {
-        let native_record =
-            r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}"#;
-        let mut x = kube_injected_cronjob();
-        let t = &mut x["spec"]["jobTemplate"]["spec"]["template"];
-        t["metadata"] = json!({"annotations": {
-            "team": "a",
-            "sidecar.istio.io/nativeSidecar": "true",
-            "istio-job-sidecar/applied": native_record
-        }});
-        let (moved, warnings) = update(&x, "nativeSidecar");
-        assert!(warnings.is_empty(), "{warnings:?}");
-        let annotations = &template(&moved)["metadata"]["annotations"];
-        assert_eq!(annotations["sidecar.istio.io/nativeSidecar"], json!(null));
-        assert!(annotations["istio-job-sidecar/applied"]
-            .as_str()
-            .unwrap()
-            .contains(r#""moved":"istio-proxy""#));
-        for mode in ["quitEndpoint", "exitOnJobCompletion"] {
-            assert_eq!(update(&moved, mode).0, update(&x, mode).0, "{mode}");
-        }
     }
 }

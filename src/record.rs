@@ -1,4 +1,4 @@
-//! The record of what the policy applied to a pod template (issue 11): one
+//! The record of what the policy applied to a pod template: one
 //! annotation, `istio-job-sidecar/applied`, whose value is a compact JSON
 //! object naming the mode and what is needed to take its edit back exactly.
 //! A CronJob outlives the mode it was first admitted under; with the record,
@@ -9,13 +9,15 @@
 //!
 //! ```text
 //! {"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}
-//! {"mode":"nativeSidecar","moved":"istio-proxy","from":1,"added":["restartPolicy","startupProbe","lifecycle"],"status":"<sidecar.istio.io/status before>"}
+//! {"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar","moved":"istio-proxy","from":1,"added":["restartPolicy","startupProbe","lifecycle"],"status":"<sidecar.istio.io/status before>"}
 //! {"mode":"exitOnJobCompletion","inserted":"\nexitOnJobCompletion: true"}
 //! {"mode":"quitEndpoint","container":"pi"}
 //! ```
 //!
-//! A move that replaced a `restartPolicy` the proxy already had records it
-//! as `"restartPolicy"`; a move that did not rewrite the status has no
+//! A move records the annotation only when it wrote it (a user's own
+//! `sidecar.istio.io/nativeSidecar` is theirs); one recorded by an earlier
+//! version has none. A move that replaced a `restartPolicy` the proxy
+//! already had records it as `"restartPolicy"`; a move that did not rewrite the status has no
 //! `"status"`; an exitOnJobCompletion that created the whole annotation
 //! adds `"created":true`. The quitEndpoint record needs no copy of the
 //! command: the wrapper carries the original argv after its fixed prefix.
@@ -24,9 +26,8 @@
 //! versions is read as a quitEndpoint record and replaced on the next pass.
 
 use crate::json::Node;
-use crate::modes::exit_on_completion::KEY;
 use crate::settings::Mode;
-use crate::view::ANNOTATION_NATIVE_SIDECAR;
+use crate::view::{ANNOTATION_NATIVE_SIDECAR, EXIT_ON_JOB_COMPLETION as KEY};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -57,6 +58,8 @@ pub struct Move {
     pub restart_policy: Option<String>,
     /// `sidecar.istio.io/status` before the move, when the move rewrote it.
     pub status: Option<String>,
+    /// The move wrote `sidecar.istio.io/nativeSidecar: "true"`.
+    pub annotation: bool,
 }
 
 /// The record as found on a template.
@@ -98,22 +101,35 @@ impl Applied {
         let mut fields = Fields(node.members_mut().map_err(|_| "it is not a JSON object")?);
         let mode = fields.string("mode")?.ok_or("it names no mode")?;
         let (applied, members): (Applied, &[&str]) = match Mode::parse(&mode) {
-            Some(Mode::NativeSidecar) => match fields.string("annotation")? {
-                Some(name) if name == ANNOTATION_NATIVE_SIDECAR => {
-                    (Applied::NativeAnnotation, &["annotation"])
+            Some(Mode::NativeSidecar) => {
+                let annotation = match fields.string("annotation")? {
+                    Some(name) if name == ANNOTATION_NATIVE_SIDECAR => true,
+                    Some(_) => return Err("it names another annotation".into()),
+                    None => false,
+                };
+                match fields.string("moved")? {
+                    None if annotation => (Applied::NativeAnnotation, &["annotation"]),
+                    None => return Err("it names no proxy".into()),
+                    Some(container) => (
+                        Applied::NativeMove(Move {
+                            container,
+                            from: fields.index("from")?,
+                            added: fields.added()?,
+                            restart_policy: fields.string("restartPolicy")?,
+                            status: fields.string("status")?,
+                            annotation,
+                        }),
+                        &[
+                            "annotation",
+                            "moved",
+                            "from",
+                            "added",
+                            "restartPolicy",
+                            "status",
+                        ],
+                    ),
                 }
-                Some(_) => return Err("it names another annotation".into()),
-                None => (
-                    Applied::NativeMove(Move {
-                        container: fields.string("moved")?.ok_or("it names no proxy")?,
-                        from: fields.index("from")?,
-                        added: fields.added()?,
-                        restart_policy: fields.string("restartPolicy")?,
-                        status: fields.string("status")?,
-                    }),
-                    &["moved", "from", "added", "restartPolicy", "status"],
-                ),
-            },
+            }
             Some(Mode::ExitOnJobCompletion) => (
                 Applied::ExitOnJobCompletion {
                     // Every merge inserts the key: any other text is not one.
@@ -224,6 +240,9 @@ impl Serialize for Applied {
                 map.serialize_entry("annotation", ANNOTATION_NATIVE_SIDECAR)?;
             }
             Applied::NativeMove(m) => {
+                if m.annotation {
+                    map.serialize_entry("annotation", ANNOTATION_NATIVE_SIDECAR)?;
+                }
                 map.serialize_entry("moved", &m.container)?;
                 map.serialize_entry("from", &m.from)?;
                 map.serialize_entry("added", &m.added)?;
@@ -291,6 +310,7 @@ mod tests {
             added: vec!["restartPolicy".into(), "startupProbe".into()],
             restart_policy: restart_policy.map(str::to_owned),
             status: status.map(str::to_owned),
+            annotation: false,
         })
     }
 
@@ -302,6 +322,10 @@ mod tests {
     #[case::moved(
         moved(None, Some(r#"{"containers":["istio-proxy"]}"#)),
         r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1,"added":["restartPolicy","startupProbe"],"status":"{\"containers\":[\"istio-proxy\"]}"}"#
+    )]
+    #[case::moved_with_annotation(
+        Applied::NativeMove(Move { annotation: true, ..match moved(None, None) { Applied::NativeMove(m) => m, _ => unreachable!() } }),
+        r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar","moved":"istio-proxy","from":1,"added":["restartPolicy","startupProbe"]}"#
     )]
     #[case::moved_replacing(
         moved(Some("Never"), None),

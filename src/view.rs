@@ -7,6 +7,10 @@
 use std::borrow::Cow;
 
 pub const ANNOTATION_MODE: &str = "istio-job-sidecar/mode";
+/// The mode a Job or CronJob asked for on its own metadata, carried by the
+/// policy onto the pod template: the only metadata the controllers copy
+/// to the Jobs and Pods they make. Written by the policy alone.
+pub const ANNOTATION_OWNER_MODE: &str = "istio-job-sidecar/owner-mode";
 /// The record of what the policy applied to a pod template (`record.rs`).
 pub const ANNOTATION_APPLIED: &str = "istio-job-sidecar/applied";
 /// The quitEndpoint mark of earlier versions, read as a record.
@@ -14,6 +18,8 @@ pub const ANNOTATION_QUIT_WRAPPED: &str = "istio-job-sidecar/quit-wrapped";
 pub const ANNOTATION_STATUS: &str = "sidecar.istio.io/status";
 pub const ANNOTATION_NATIVE_SIDECAR: &str = "sidecar.istio.io/nativeSidecar";
 pub const ANNOTATION_PROXY_CONFIG: &str = "proxy.istio.io/config";
+/// The key exitOnJobCompletion merges into `proxy.istio.io/config`.
+pub const EXIT_ON_JOB_COMPLETION: &str = "exitOnJobCompletion";
 /// pilot-agent's status port for this pod, when not the mesh default.
 pub const ANNOTATION_STATUS_PORT: &str = "status.sidecar.istio.io/port";
 /// Both a label (preferred by Istio) and a legacy annotation.
@@ -65,6 +71,7 @@ pub struct Meta<'a> {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Annotations<'a> {
     pub mode: Option<Cow<'a, str>>,
+    pub owner_mode: Option<Cow<'a, str>>,
     pub applied: Option<Cow<'a, str>>,
     pub quit_wrapped: Option<Cow<'a, str>>,
     pub status: Option<Cow<'a, str>>,
@@ -79,6 +86,7 @@ impl<'a> Annotations<'a> {
     pub fn field(&mut self, key: &str) -> Option<&mut Option<Cow<'a, str>>> {
         Some(match key {
             ANNOTATION_MODE => &mut self.mode,
+            ANNOTATION_OWNER_MODE => &mut self.owner_mode,
             ANNOTATION_APPLIED => &mut self.applied,
             ANNOTATION_QUIT_WRAPPED => &mut self.quit_wrapped,
             ANNOTATION_STATUS => &mut self.status,
@@ -93,12 +101,16 @@ impl<'a> Annotations<'a> {
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Labels<'a> {
+    /// `sidecar.istio.io/inject`; `Some("")` when present and empty, which
+    /// Istio reads differently from absent.
     pub inject: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct PodSpec<'a> {
     pub restart_policy: Option<Cow<'a, str>>,
+    /// `hostNetwork: true`: Istio never injects such a pod.
+    pub host_network: bool,
     pub containers: Option<Vec<Container<'a>>>,
     pub init_containers: Option<Vec<Container<'a>>>,
 }

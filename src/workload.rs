@@ -2,8 +2,10 @@
 //!
 //! Job: `spec.template`; CronJob: `spec.jobTemplate.spec.template`; Pod: the
 //! Pod itself. For a CronJob, `istioctl kube-inject` writes the injection
-//! status on `spec.jobTemplate.metadata`, not on the pod template (facts.md),
-//! so that metadata is read too.
+//! status on `spec.jobTemplate.metadata`, not on the pod template, and the
+//! CronJob controller copies that metadata onto each Job's own metadata
+//! (docs/facts.md, "The journey of a workload"): so the status is read there
+//! too, on the CronJob and on the Job.
 
 use crate::json::{Node, Shape, ShapeError};
 use crate::record::Record;
@@ -11,8 +13,9 @@ use crate::view::{Annotations, Container, Kind, Labels, Meta, PodSpec, INJECT};
 use std::borrow::Cow;
 
 /// What decisions and modes read of a handled object.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workload<'a> {
+    pub kind: Kind,
     /// The object's own metadata (Job, CronJob; for a Pod, the Pod's).
     pub object_meta: Meta<'a>,
     /// `spec.jobTemplate.metadata` of a CronJob; empty otherwise.
@@ -26,7 +29,17 @@ pub struct Workload<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusAt {
     Template,
+    /// A CronJob's `spec.jobTemplate.metadata`.
     JobTemplate,
+    /// A Job's own `metadata` (a Job made from a kube-injected CronJob).
+    Object,
+}
+
+/// What `istio-job-sidecar/owner-mode` on the pod template must become.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnerMode<'w> {
+    Set(&'w str),
+    Remove,
 }
 
 const META: Shape = Shape::Object(&[
@@ -103,8 +116,11 @@ impl<'a> Workload<'a> {
     pub fn read(kind: Kind, object: &mut Node<'a>) -> Result<Option<Workload<'a>>, String> {
         let root = Path::Root;
         let mut workload = Workload {
+            kind,
             object_meta: read_meta(object, &root)?,
-            ..Workload::default()
+            job_template_meta: Meta::default(),
+            template_meta: Meta::default(),
+            spec: PodSpec::default(),
         };
         if kind == Kind::Pod {
             workload.template_meta = workload.object_meta.clone();
@@ -157,37 +173,95 @@ impl<'a> Workload<'a> {
             .is_some_and(|a| a.applied.is_some() || a.quit_wrapped.is_some())
     }
 
-    /// The per-workload mode annotation: on the template, else on the object.
+    /// The per-workload mode annotation, nearest the pod first: on the pod
+    /// template; else on the owner's metadata: a Job's own (and, for a Job
+    /// a CronJob made, the CronJob's word its template carries as
+    /// `istio-job-sidecar/owner-mode`), a CronJob's
+    /// `spec.jobTemplate.metadata` (each Job's own), then the CronJob's own.
+    /// A Pod reads its own annotation, then the owner's word its template
+    /// carried down.
     pub fn mode_annotation(&self) -> Option<&str> {
-        fn mode<'m>(m: &'m Meta) -> Option<&'m str> {
-            m.annotations.as_ref().and_then(|a| a.mode.as_deref())
-        }
-        mode(&self.template_meta).or_else(|| mode(&self.object_meta))
+        mode_of(&self.template_meta).or_else(|| match self.kind {
+            Kind::Pod => owner_mode_of(&self.template_meta),
+            Kind::Job => mode_of(&self.object_meta).or_else(|| owner_mode_of(&self.template_meta)),
+            Kind::CronJob => self.owner_mode(),
+        })
     }
 
-    /// Where Istio recorded an injection, if it did.
+    /// The mode the owner asked for on its own metadata: what the pod
+    /// template must carry down as `istio-job-sidecar/owner-mode`.
+    fn owner_mode(&self) -> Option<&str> {
+        match self.kind {
+            Kind::Pod => None,
+            Kind::Job => mode_of(&self.object_meta),
+            Kind::CronJob => {
+                mode_of(&self.job_template_meta).or_else(|| mode_of(&self.object_meta))
+            }
+        }
+    }
+
+    /// How `istio-job-sidecar/owner-mode` must change so that every Job and
+    /// Pod made from this object reads the mode its owner asked for;
+    /// `None` when it is right. Only where the template has no mode of its
+    /// own (which wins anyway). A CronJob's is brought up to date on every
+    /// update, removed with the owner's annotation; a Job's template cannot
+    /// change after its creation, and a Job a CronJob made without a mode
+    /// of its own keeps the CronJob's.
+    pub fn owner_mode_edit(&self) -> Option<OwnerMode<'_>> {
+        if self.kind == Kind::Pod || mode_of(&self.template_meta).is_some() {
+            return None;
+        }
+        let carried = owner_mode_of(&self.template_meta);
+        match (self.owner_mode(), carried) {
+            (Some(asked), carried) if carried != Some(asked) => Some(OwnerMode::Set(asked)),
+            (None, Some(_)) if self.kind == Kind::CronJob => Some(OwnerMode::Remove),
+            _ => None,
+        }
+    }
+
+    /// Where Istio recorded an injection, if it did: on the pod template,
+    /// else where `istioctl kube-inject` wrote it for a CronJob and where
+    /// the CronJob controller then copies it (the Job's own metadata).
     pub fn injection_status(&self) -> Option<(StatusAt, &str)> {
         fn status<'m>(m: &'m Meta) -> Option<&'m str> {
             m.annotations.as_ref().and_then(|a| a.status.as_deref())
         }
+        let owner = match self.kind {
+            Kind::CronJob => Some((StatusAt::JobTemplate, &self.job_template_meta)),
+            Kind::Job => Some((StatusAt::Object, &self.object_meta)),
+            Kind::Pod => None,
+        };
         status(&self.template_meta)
             .map(|s| (StatusAt::Template, s))
-            .or_else(|| status(&self.job_template_meta).map(|s| (StatusAt::JobTemplate, s)))
+            .or_else(|| owner.and_then(|(at, m)| status(m).map(|s| (at, s))))
     }
 
     /// `status.sidecar.istio.io/port` when it is a port number: on the
-    /// template, else (kube-injected CronJob) on the jobTemplate.
+    /// template, else where the injection status of a kube-injected
+    /// CronJob is (its jobTemplate, or its Job's own metadata).
     pub fn status_port(&self) -> Option<u16> {
-        [&self.template_meta, &self.job_template_meta]
+        let owner = match self.kind {
+            Kind::CronJob => &self.job_template_meta,
+            Kind::Job => &self.object_meta,
+            Kind::Pod => &self.template_meta,
+        };
+        [&self.template_meta, owner]
             .into_iter()
             .find_map(|m| m.annotations.as_ref()?.status_port.as_deref())
             .and_then(|port| port.parse().ok())
     }
 
-    /// Injection switched off for this pod, the way Istio's injector reads it:
-    /// the label first, then the legacy annotation; any non-empty value other
-    /// than y/yes/true/on means "do not inject".
-    pub fn injection_disabled(&self) -> bool {
+    /// Istio's injector will not inject this pod, read as Istio reads it
+    /// (`pkg/kube/inject/inject.go`, `injectRequired`): never a pod on the
+    /// host's network; else the label `sidecar.istio.io/inject` when
+    /// present, even empty, the legacy annotation only without the label,
+    /// and of their values only the exact `"false"` says no (`"true"` says
+    /// yes, anything else, `""` included, leaves it to the namespace,
+    /// which the webhook that called the policy already selected).
+    pub fn injection_off(&self) -> bool {
+        if self.spec.host_network {
+            return true;
+        }
         let label = self
             .template_meta
             .labels
@@ -196,10 +270,15 @@ impl<'a> Workload<'a> {
         let annotation = self
             .template_annotations()
             .and_then(|a| a.inject.as_deref());
-        match label.filter(|v| !v.is_empty()).or(annotation) {
-            None | Some("") => false,
-            Some(v) => !matches!(v.to_ascii_lowercase().as_str(), "y" | "yes" | "true" | "on"),
-        }
+        label.or(annotation) == Some("false")
+    }
+
+    /// A container (regular or init) of this name.
+    pub fn has_container(&self, name: &str) -> bool {
+        self.containers()
+            .iter()
+            .chain(self.init_containers())
+            .any(|c| c.name.as_deref() == Some(name))
     }
 
     pub fn containers(&self) -> &[Container<'a>] {
@@ -209,48 +288,6 @@ impl<'a> Workload<'a> {
     pub fn init_containers(&self) -> &[Container<'a>] {
         self.spec.init_containers.as_deref().unwrap_or_default()
     }
-}
-
-/// The pod template of `object` in the edit tree.
-pub fn template_mut<'n, 'a>(
-    kind: Kind,
-    object: &'n mut Node<'a>,
-) -> Result<&'n mut Node<'a>, ShapeError> {
-    object
-        .path_mut(kind.template_path())?
-        .ok_or_else(|| ShapeError(format!("{} has no pod template", kind.as_str())))
-}
-
-/// `metadata.annotations` of `owner` (a template or the jobTemplate),
-/// created when absent.
-pub fn annotations_mut<'n, 'a>(owner: &'n mut Node<'a>) -> Result<&'n mut Node<'a>, ShapeError> {
-    owner.object_entry("metadata")?.object_entry("annotations")
-}
-
-/// Remove the annotations `keys` of `owner` (a template or the
-/// jobTemplate); an emptied `annotations`, then an emptied `metadata`, go
-/// too, as the API server drops empty maps. True when one was removed.
-pub fn remove_annotations(owner: &mut Node, keys: &[&str]) -> Result<bool, ShapeError> {
-    let Some(metadata) = owner.get_mut("metadata")? else {
-        return Ok(false);
-    };
-    let Some(annotations) = metadata.get_mut("annotations")? else {
-        return Ok(false);
-    };
-    let members = annotations.members_mut()?;
-    let before = members.len();
-    members.retain(|(k, _)| !keys.contains(&k.as_ref()));
-    if members.len() == before {
-        return Ok(false);
-    }
-    if members.is_empty() {
-        let members = metadata.members_mut()?;
-        members.retain(|(k, _)| k != "annotations");
-        if members.is_empty() {
-            owner.members_mut()?.retain(|(k, _)| k != "metadata");
-        }
-    }
-    Ok(true)
 }
 
 /// A JSON path for messages (`spec.template.spec.containers[1]`), built
@@ -318,6 +355,16 @@ fn member_string<'a>(
     }
 }
 
+/// `istio-job-sidecar/mode` of a metadata.
+fn mode_of<'m>(m: &'m Meta) -> Option<&'m str> {
+    m.annotations.as_ref().and_then(|a| a.mode.as_deref())
+}
+
+/// `istio-job-sidecar/owner-mode` of a metadata.
+fn owner_mode_of<'m>(m: &'m Meta) -> Option<&'m str> {
+    m.annotations.as_ref().and_then(|a| a.owner_mode.as_deref())
+}
+
 /// The annotations and labels decisions read, of `owner.metadata`.
 fn read_meta<'a>(owner: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
     let mut meta = Meta::default();
@@ -354,8 +401,15 @@ fn read_spec<'a>(owner: &mut Node<'a>, at: &Path) -> Result<PodSpec<'a>, String>
         return Ok(PodSpec::default());
     };
     let at = at.key("spec");
+    let host_network = match member(spec, &at, "hostNetwork")? {
+        Some(value) => value
+            .read_bool()
+            .map_err(|e| at.key("hostNetwork").error(e))?,
+        None => None,
+    };
     Ok(PodSpec {
         restart_policy: member_string(spec, &at, "restartPolicy")?,
+        host_network: host_network.unwrap_or(false),
         containers: read_containers(spec, &at, "containers")?,
         init_containers: read_containers(spec, &at, "initContainers")?,
     })
@@ -382,4 +436,163 @@ fn read_containers<'a>(
         });
     }
     Ok(Some(containers))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::{json, Value};
+
+    /// `f` on the workload read from `object` of `kind`.
+    fn read<T>(kind: Kind, object: Value, f: impl FnOnce(&Workload) -> T) -> T {
+        let text = object.to_string();
+        let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
+        let mut node = Node::raw(raw);
+        let workload = Workload::read(kind, &mut node).unwrap().unwrap();
+        f(&workload)
+    }
+
+    fn meta(annotations: Value, labels: Value) -> Value {
+        json!({"annotations": annotations, "labels": labels})
+    }
+
+    fn job(own: Value, template: Value, spec: Value) -> Value {
+        json!({"metadata": own, "spec": {"template": {"metadata": template, "spec": spec}}})
+    }
+
+    /// Injection off as Istio's `injectRequired` reads the pod: the label
+    /// when present (even empty), else the annotation; only the exact
+    /// "false" says no; never on the host's network.
+    #[rstest]
+    #[case::nothing(json!({}), json!({}), false)]
+    #[case::label_false(json!({}), json!({"sidecar.istio.io/inject": "false"}), true)]
+    #[case::annotation_false(json!({"sidecar.istio.io/inject": "false"}), json!({}), true)]
+    #[case::empty_label_wins(json!({"sidecar.istio.io/inject": "false"}), json!({"sidecar.istio.io/inject": ""}), false)]
+    #[case::true_label_wins(json!({"sidecar.istio.io/inject": "false"}), json!({"sidecar.istio.io/inject": "true"}), false)]
+    #[case::capital_false(json!({}), json!({"sidecar.istio.io/inject": "False"}), false)]
+    #[case::no(json!({"sidecar.istio.io/inject": "no"}), json!({}), false)]
+    #[case::off(json!({}), json!({"sidecar.istio.io/inject": "off"}), false)]
+    fn injection_off_as_istio_reads_it(
+        #[case] annotations: Value,
+        #[case] labels: Value,
+        #[case] off: bool,
+    ) {
+        let object = job(json!({}), meta(annotations, labels), json!({}));
+        assert_eq!(read(Kind::Job, object, |w| w.injection_off()), off);
+    }
+
+    #[test]
+    fn a_pod_on_the_hosts_network_is_never_injected() {
+        let object = job(json!({}), json!({}), json!({"hostNetwork": true}));
+        assert!(read(Kind::Job, object, |w| w.injection_off()));
+        let object = job(json!({}), json!({}), json!({"hostNetwork": false}));
+        assert!(!read(Kind::Job, object, |w| w.injection_off()));
+        let wrong = job(json!({}), json!({}), json!({"hostNetwork": "yes"}));
+        let text = wrong.to_string();
+        let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
+        let err = Workload::read(Kind::Job, &mut Node::raw(raw)).unwrap_err();
+        assert_eq!(err, "spec.template.spec.hostNetwork: expected a boolean");
+    }
+
+    fn annotated(value: Option<&str>, owner_mode: Option<&str>) -> Value {
+        let mut annotations = serde_json::Map::new();
+        if let Some(v) = value {
+            annotations.insert("istio-job-sidecar/mode".into(), v.into());
+        }
+        if let Some(v) = owner_mode {
+            annotations.insert("istio-job-sidecar/owner-mode".into(), v.into());
+        }
+        json!({ "annotations": annotations })
+    }
+
+    fn cronjob(own: Option<&str>, job_template: Option<&str>, template: Value) -> Value {
+        json!({"metadata": annotated(own, None), "spec": {"jobTemplate": {
+            "metadata": annotated(job_template, None),
+            "spec": {"template": {"metadata": template}}}}})
+    }
+
+    /// The mode nearest the pod wins; the owner's word reaches the
+    /// template as istio-job-sidecar/owner-mode where it has none of its own.
+    #[rstest]
+    #[case::none(cronjob(None, None, json!({})), None, None)]
+    #[case::cronjob_own(cronjob(Some("disabled"), None, json!({})), Some("disabled"), Some(OwnerMode::Set("disabled")))]
+    #[case::job_template_wins(cronjob(Some("disabled"), Some("quitEndpoint"), json!({})), Some("quitEndpoint"), Some(OwnerMode::Set("quitEndpoint")))]
+    #[case::template_wins(
+        cronjob(Some("disabled"), None, annotated(Some("nativeSidecar"), None)),
+        Some("nativeSidecar"),
+        None
+    )]
+    #[case::carried_already(
+        cronjob(Some("disabled"), None, annotated(None, Some("disabled"))),
+        Some("disabled"),
+        None
+    )]
+    #[case::carried_stale(
+        cronjob(Some("quitEndpoint"), None, annotated(None, Some("disabled"))),
+        Some("quitEndpoint"),
+        Some(OwnerMode::Set("quitEndpoint"))
+    )]
+    // The owner's annotation removed: its copy goes, and a CronJob's own
+    // copy is never read as its word.
+    #[case::owner_gone(
+        cronjob(None, None, annotated(None, Some("disabled"))),
+        None,
+        Some(OwnerMode::Remove)
+    )]
+    fn a_cronjobs_mode(
+        #[case] object: Value,
+        #[case] mode: Option<&str>,
+        #[case] edit: Option<OwnerMode>,
+    ) {
+        read(Kind::CronJob, object, |w| {
+            assert_eq!(w.mode_annotation(), mode);
+            assert_eq!(w.owner_mode_edit(), edit);
+        });
+    }
+
+    #[rstest]
+    #[case::own(job(annotated(Some("disabled"), None), json!({}), json!({})), Some("disabled"), Some(OwnerMode::Set("disabled")))]
+    // A Job a CronJob made: the CronJob's word, carried on the template.
+    #[case::carried(job(json!({}), annotated(None, Some("quitEndpoint")), json!({})), Some("quitEndpoint"), None)]
+    #[case::own_over_carried(job(annotated(Some("disabled"), None), annotated(None, Some("quitEndpoint")), json!({})), Some("disabled"), Some(OwnerMode::Set("disabled")))]
+    #[case::template_wins(job(annotated(Some("disabled"), None), annotated(Some("exitOnJobCompletion"), None), json!({})), Some("exitOnJobCompletion"), None)]
+    fn a_jobs_mode(
+        #[case] object: Value,
+        #[case] mode: Option<&str>,
+        #[case] edit: Option<OwnerMode>,
+    ) {
+        read(Kind::Job, object, |w| {
+            assert_eq!(w.mode_annotation(), mode);
+            assert_eq!(w.owner_mode_edit(), edit);
+        });
+    }
+
+    #[rstest]
+    #[case::own(annotated(Some("disabled"), Some("quitEndpoint")), Some("disabled"))]
+    #[case::carried(annotated(None, Some("quitEndpoint")), Some("quitEndpoint"))]
+    fn a_pods_mode(#[case] metadata: Value, #[case] mode: Option<&str>) {
+        let pod = json!({"metadata": metadata, "spec": {"restartPolicy": "Never"}});
+        read(Kind::Pod, pod, |w| {
+            assert_eq!(w.mode_annotation(), mode);
+            assert_eq!(w.owner_mode_edit(), None);
+        });
+    }
+
+    /// A Job a kube-injected CronJob made carries the injection status on
+    /// its own metadata: read there, and the status port with it.
+    #[test]
+    fn a_jobs_own_metadata_carries_a_cronjobs_injection() {
+        let own = json!({"annotations": {
+            "sidecar.istio.io/status": "{\"containers\":[\"istio-proxy\"]}",
+            "status.sidecar.istio.io/port": "15120"
+        }});
+        read(Kind::Job, job(own, json!({}), json!({})), |w| {
+            assert_eq!(
+                w.injection_status(),
+                Some((StatusAt::Object, "{\"containers\":[\"istio-proxy\"]}"))
+            );
+            assert_eq!(w.status_port(), Some(15120));
+        });
+    }
 }

@@ -8,8 +8,8 @@ Run: python3 test_data/make_cases.py   (needs PyYAML)
 Existing request.json/settings.json files are overwritten; cases written by
 hand (no entry below) are left alone.
 
-Mode changes (issue 11) are made in two steps. The cases
-`mode-change-<variant>-<mode>` admit a CronJob x under one mode (a CREATE;
+Mode changes (reversible modes: B(A(x)) == B(x)) are made in two steps.
+The cases `mode-change-<variant>-<mode>` admit a CronJob x under one mode (a CREATE;
 `<mode>` is `disabled` for x with `istio-job-sidecar/mode: disabled`); the
 cases `mode-change-<variant>-<A>-then-<B>` are a CronJob UPDATE whose object
 is the first one's result A(x), read from the `mutatedObject` of
@@ -163,7 +163,7 @@ with open(os.path.join(HERE, "..", "src", "modes", "quit_wrapper.sh")) as f:
 
 
 def main():
-    # Issue 2's table, row by row.
+    # The decision table (README, "What is mutated, and what never is"), row by row.
     write("job-create-native", request(job()))
     write("job-create-exit", request(job()), EXIT)
     write("job-update-unchanged", request(job(), "UPDATE", old=job()))
@@ -235,13 +235,13 @@ def main():
     # Already injected by `istioctl kube-inject` (Istio's own outputs).
     write("kube-injected-classic-job-native", request(fixture("istio-job-kube-injected-classic.yaml")))
     write("kube-injected-classic-job-exit", request(fixture("istio-job-kube-injected-classic.yaml")), EXIT)
-    write("kube-injected-native-job-unchanged", request(fixture("istio-job-kube-injected-native.yaml")))
+    write("kube-injected-native-job-annotated", request(fixture("istio-job-kube-injected-native.yaml")))
     write(
         "kube-injected-classic-cronjob-native",
         request(fixture("istio-cronjob-old-version.yaml.injected")),
     )
     write(
-        "kube-injected-native-cronjob-unchanged",
+        "kube-injected-native-cronjob-annotated",
         request(fixture("istio-cronjob.yaml.injected")),
     )
     cni = fixture("istio-job-kube-injected-classic.yaml")
@@ -331,7 +331,7 @@ def main():
     future["spec"]["template"]["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu-claim"}]
     write("future-fields-kept", request(future))
 
-    # quitEndpoint (issue 5): the app container's command is wrapped.
+    # quitEndpoint: the app container's command is wrapped.
     write("quit-job", request(job()), QUIT)
     cron = cronjob()
     hello = template(cron)["spec"]["containers"][0]
@@ -349,7 +349,7 @@ def main():
     write("quit-several-containers-warns", request(several), QUIT)
     write("quit-kube-injected-job", request(fixture("istio-job-kube-injected-classic.yaml")), QUIT)
     write(
-        "quit-kube-injected-native-unchanged",
+        "quit-kube-injected-native-wrapped",
         request(fixture("istio-job-kube-injected-native.yaml")),
         QUIT,
     )
@@ -360,7 +360,7 @@ def main():
     legacy = copy.deepcopy(wrapped)
     annotate(wrapped, "istio-job-sidecar/applied", '{"mode":"quitEndpoint","container":"pi"}')
     write("quit-already-wrapped-unchanged", request(wrapped), QUIT)
-    # Issue 11: the mark of earlier versions is read as a record and replaced.
+    # Reversible modes: the quit-wrapped mark of 0.1.0 is read as a record and replaced.
     annotate(legacy, "istio-job-sidecar/quit-wrapped", "pi")
     write("quit-legacy-mark-replaced", request(legacy), QUIT)
     write(
@@ -368,9 +368,48 @@ def main():
         request(annotate(job(), "istio-job-sidecar/mode", "quitEndpoint")),
     )
     write("quit-job-update-unchanged", request(job(), "UPDATE", old=job()), QUIT)
+    # Injection read as Istio reads it: the label when present (even empty),
+    # the exact "false" only, never a Pod on the host's network.
+    write(
+        "injection-empty-label-wins-wrapped",
+        request(annotate(label(job(), "sidecar.istio.io/inject", ""), "sidecar.istio.io/inject", "false")),
+        QUIT,
+    )
+    write(
+        "injection-label-capital-false-wrapped",
+        request(label(job(), "sidecar.istio.io/inject", "False")),
+        QUIT,
+    )
+    host = job()
+    template(host)["spec"]["hostNetwork"] = True
+    write("quit-host-network-unchanged", request(host), QUIT)
+    # The owner's word carried down to the template.
+    write(
+        "workload-mode-on-cronjob-metadata",
+        request(annotate(cronjob(), "istio-job-sidecar/mode", "disabled", on_template=False)),
+        QUIT,
+    )
+    stale = annotate(cronjob(), "istio-job-sidecar/owner-mode", "disabled")
+    write("workload-owner-mode-removed-with-the-owners", request(stale, "UPDATE", old=stale), QUIT)
+    # A Job the CronJob controller made from a kube-injected CronJob: the
+    # injection status on the Job's own metadata (spec.jobTemplate.metadata).
+    injected = fixture("istio-cronjob-old-version.yaml.injected")
+    made = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": dict(copy.deepcopy(injected["spec"]["jobTemplate"]["metadata"]),
+                         name="hellocron-29420000", namespace="batch"),
+        "spec": copy.deepcopy(injected["spec"]["jobTemplate"]["spec"]),
+    }
+    made["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"] = "2025-12-08T13:20:00Z"
+    write("kube-injected-cronjobs-job-native", request(made, namespace="batch"))
+    write(
+        "kube-injected-native-false-respected",
+        request(annotate(fixture("istio-job-kube-injected-classic.yaml"), "sidecar.istio.io/nativeSidecar", "false")),
+    )
 
 
-# --- Mode changes (issue 11) -------------------------------------------------
+# --- Mode changes (reversible modes) -----------------------------------------
 
 MODES = ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"]
 DISABLED = "disabled"
@@ -565,6 +604,12 @@ def mode_changes():
     def command_replaced(obj):
         template(obj)["spec"]["containers"][0]["command"] = ["/bin/report", "--since", "it's $(DAY)"]
 
+    # A server-side apply by a tool that owns `command` writes the original
+    # back and leaves the record, which it does not own, as stored.
+    def command_written_back(obj):
+        original = template(VARIANTS["plain"][0])["spec"]["containers"][0]["command"]
+        template(obj)["spec"]["containers"][0]["command"] = copy.deepcopy(original)
+
     def legacy_mark(obj):
         annotations = template(obj)["metadata"]["annotations"]
         container = json.loads(annotations.pop(RECORD_KEY))["container"]
@@ -572,7 +617,8 @@ def mode_changes():
 
     for case, edit in [
         ("mode-change-unreadable-record-warns", unreadable),
-        ("mode-change-edited-command-refused-warns", command_replaced),
+        ("mode-change-command-replaced-record-goes", command_replaced),
+        ("mode-change-command-written-back-record-goes", command_written_back),
         ("mode-change-legacy-mark-undone", legacy_mark),
     ]:
         if quit is None:

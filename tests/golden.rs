@@ -5,6 +5,7 @@
 //! `make golden` (`UPDATE_GOLDEN=1 cargo test --test golden`) rewrites
 //! expected.json from what the policy does now; review the diff.
 
+use policy_testkit::names::{APPLIED, NATIVE, STATUS};
 use policy_testkit::{check_answer, check_fixed_point, golden, payload, Order};
 use rstest::rstest;
 use serde_json::{json, Value};
@@ -75,9 +76,12 @@ fn settings_cases(#[files("test_data/settings/*.json")] path: PathBuf) {
 /// The move reproduces Istio's own native injection of the same Job
 /// (fixtures/istio-job-kube-injected-*.yaml), compared whole: the proxy's
 /// place, `restartPolicy`, startup probe, `preStop` drain hook and the
-/// status annotation. Only the key order of YAML does not count, and the
-/// policy's own record, which Istio does not write (issue 11): it must
-/// hold the status as Istio wrote it before the move.
+/// status annotation. Only the key order of YAML does not count, and what
+/// Istio does not write: the policy's own record, which must hold the
+/// status as Istio wrote it before the move, and the
+/// `sidecar.istio.io/nativeSidecar: "true"` the move writes so that a
+/// re-injection keeps the native form (Istio renders natively here from
+/// its mesh flag), recorded as the move's.
 #[test]
 fn move_matches_istio_native_injection() {
     let fixture = |name: &str| -> Value {
@@ -99,12 +103,14 @@ fn move_matches_istio_native_injection() {
     let annotations = moved["spec"]["template"]["metadata"]["annotations"]
         .as_object_mut()
         .unwrap();
-    let record = annotations.remove("istio-job-sidecar/applied").unwrap();
+    let record = annotations.remove(APPLIED).unwrap();
     let record: Value = serde_json::from_str(record.as_str().unwrap()).unwrap();
     assert_eq!(record["mode"], "nativeSidecar");
+    assert_eq!(annotations.remove(NATIVE), Some(json!("true")));
+    assert_eq!(record["annotation"], NATIVE);
     assert_eq!(
         record["status"],
-        classic["spec"]["template"]["metadata"]["annotations"]["sidecar.istio.io/status"]
+        classic["spec"]["template"]["metadata"]["annotations"][STATUS]
     );
     assert_eq!(moved, native);
 }

@@ -2,7 +2,8 @@
 //! crate, so they cannot drift: `metadata.yml` (what `kwctl annotate` embeds),
 //! every `examples/*.yaml` ClusterAdmissionPolicy, `artifacthub-pkg.yml`,
 //! `questions-ui.yml`, `CHANGELOG.md`, the Makefile's OCI repository and the
-//! version in Cargo.toml.
+//! version in Cargo.toml; and the documents: every relative link of the
+//! Markdown pages lands, every pointer to a section of docs/facts.md too.
 //!
 //! Run alone with `cargo test --test manifests`.
 
@@ -575,4 +576,251 @@ fn questions_ui_covers_every_setting() {
         Ok(defaults),
         "questions-ui.yml defaults vs Settings::default()"
     );
+}
+
+// --- Documents: every relative link lands ---------------------------------
+
+/// The Markdown pages of the repository (not build output, corpora or
+/// hidden directories), as paths relative to the root.
+fn markdown_pages() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let mut entries: Vec<_> = fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+            .map(|e| e.expect("a directory entry").path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if name.starts_with('.') || ["target", "corpus", "artifacts"].contains(&name) {
+                continue;
+            }
+            if path.is_dir() {
+                walk(&path, out);
+            } else if name.ends_with(".md") {
+                out.push(path);
+            }
+        }
+    }
+    let mut pages = Vec::new();
+    walk(&root(), &mut pages);
+    pages
+        .into_iter()
+        .map(|p| p.strip_prefix(root()).unwrap().to_path_buf())
+        .collect()
+}
+
+/// The text of a page outside fenced code blocks, one entry per line.
+fn prose_lines(text: &str) -> Vec<&str> {
+    let mut fenced = false;
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+/// A line with its inline code spans blanked out (so that `a](b)` inside
+/// backticks is no link), keeping the brackets of the link around them.
+fn without_code_spans(line: &str) -> String {
+    let mut out = String::new();
+    let mut in_code = false;
+    for c in line.chars() {
+        if c == '`' {
+            in_code = !in_code;
+            out.push('x');
+        } else if !in_code {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// GitHub's anchor for a heading: lower case, every character but letters,
+/// digits, spaces, `-` and `_` dropped, spaces turned into `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The headings of a Markdown text, as written (without the `#`s).
+fn headings(text: &str) -> Vec<String> {
+    prose_lines(text)
+        .into_iter()
+        .filter_map(|line| {
+            let hashes = line.len() - line.trim_start_matches('#').len();
+            (1..=6).contains(&hashes).then_some(())?;
+            let rest = &line[hashes..];
+            rest.starts_with(' ').then(|| rest.trim().to_owned())
+        })
+        .collect()
+}
+
+/// The anchors GitHub gives a page's headings; a repeated heading gets
+/// `-1`, `-2`...
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    let mut out = BTreeSet::new();
+    for heading in headings(text) {
+        let base = slug(&heading);
+        let n = seen.entry(base.clone()).or_insert(0);
+        out.insert(if *n == 0 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        });
+        *n += 1;
+    }
+    out
+}
+
+/// The targets of the inline links `[text](target)` of a Markdown text.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    for line in prose_lines(text) {
+        let line = without_code_spans(line);
+        let mut rest = line.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let Some(end) = after.find(')') else { break };
+            targets.push(after[..end].trim().to_owned());
+            rest = &after[end..];
+        }
+    }
+    targets
+}
+
+/// Every relative link of every Markdown page names a file or directory
+/// that exists and, with `#anchor`, a heading of that page: moving a
+/// section of the README, or renaming a heading, fails here until every
+/// link to it follows.
+#[test]
+fn every_relative_link_of_the_documents_lands() {
+    let pages = markdown_pages();
+    for must in [
+        "README.md",
+        "DEVELOPING.md",
+        "docs/facts.md",
+        "docs/performance.md",
+    ] {
+        assert!(
+            pages.iter().any(|p| p == Path::new(must)),
+            "{must} is missing"
+        );
+    }
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = read(page.to_str().unwrap());
+        let dir = page.parent().unwrap_or(Path::new(""));
+        for target in link_targets(&text) {
+            if target.is_empty()
+                || target.contains("://")
+                || target.starts_with("mailto:")
+                || target.starts_with('<')
+            {
+                continue;
+            }
+            let (path, anchor) = match target.split_once('#') {
+                Some((path, anchor)) => (path, Some(anchor)),
+                None => (target.as_str(), None),
+            };
+            let file = if path.is_empty() {
+                page.clone()
+            } else {
+                dir.join(path)
+            };
+            let full = root().join(&file);
+            if !full.exists() {
+                broken.push(format!(
+                    "{}: {target}: no {}",
+                    page.display(),
+                    file.display()
+                ));
+                continue;
+            }
+            if let Some(anchor) = anchor {
+                let is_markdown = full.extension().is_some_and(|e| e == "md");
+                let known =
+                    is_markdown && anchors(&fs::read_to_string(&full).unwrap()).contains(anchor);
+                if !known {
+                    broken.push(format!(
+                        "{}: {target}: no heading #{anchor} in {}",
+                        page.display(),
+                        file.display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// A code comment that points to a section of docs/facts.md
+/// (`docs/facts.md, "The journey of a workload"`) names one of its headings.
+#[test]
+fn every_pointer_to_the_facts_lands() {
+    let facts = read("docs/facts.md");
+    let known: BTreeSet<String> = headings(&facts).into_iter().collect();
+    let mut missing = Vec::new();
+    for dir in [
+        "src", "testkit", "tests", "runner", "cli", "fuzz/src", "harness",
+    ] {
+        let mut stack = vec![root().join(dir)];
+        while let Some(path) = stack.pop() {
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n == "target") {
+                    continue;
+                }
+                stack.extend(fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            let Ok(text) = fs::read_to_string(&path) else {
+                continue;
+            };
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find("facts.md, \"") {
+                let after = &rest[at + "facts.md, \"".len()..];
+                let heading = after.split('"').next().unwrap_or_default();
+                if !known.contains(heading) {
+                    missing.push(format!("{}: \"{heading}\"", path.display()));
+                }
+                rest = after;
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "pointers to docs/facts.md sections it does not have:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// The README, the users' page, documents every setting and every mode.
+#[test]
+fn readme_documents_every_setting_and_mode() {
+    let readme = read("README.md");
+    for key in KEYS {
+        assert!(
+            readme.contains(&format!("| `{key}` |")),
+            "README.md: the settings table has no row for `{key}`"
+        );
+    }
+    for mode in Mode::ALL {
+        assert!(
+            readme.contains(&format!("`{}`", mode.as_str())),
+            "README.md does not name the mode `{}`",
+            mode.as_str()
+        );
+    }
 }

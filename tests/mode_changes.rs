@@ -1,4 +1,4 @@
-//! The golden cases of mode changes (issue 11), held to the laws whole-object.
+//! The golden cases of mode changes, held to the laws whole-object.
 //!
 //! test_data/make_cases.py writes, for each variant `<v>` of a CronJob x
 //! (plain: no proxy config; yaml and json: a proxy config in that form;
@@ -18,10 +18,10 @@
 //!     e(A(x)) and oldObject A(x), where e is what tells the first-pass
 //!     inputs x_A and x_B apart (their mode annotations). A stale input
 //!     fails here: regenerate (make_cases.py's docstring says how).
-//! (b) B(e(A(x))) == B(x_B), the record included, compared whole up to the
-//!     empty maps and lists Kubernetes drops (an `annotations` or template
-//!     `metadata` emptied by an undo, an emptied `initContainers`); with the
-//!     same warnings. When B does not mutate x_B (disabled), that is x_B
+//! (b) B(e(A(x))) == B(x_B), the record included, compared whole up to what
+//!     Kubernetes drops (`policy_testkit::kube::normalize`: an `annotations`
+//!     or template `metadata` emptied by an undo, an emptied
+//!     `initContainers`); with the same warnings. When B does not mutate x_B (disabled), that is x_B
 //!     itself: every edit of A taken back.
 //! (c) A(A(x)) == A(x): the second pass under the same mode mutates
 //!     nothing and says nothing.
@@ -33,16 +33,17 @@
 //! mark of earlier versions is undone like a record.
 
 use policy_testkit::differences;
+use policy_testkit::kube::normalize;
+use policy_testkit::names::{
+    APPLIED as RECORD_KEY, MODE as MODE_KEY, NATIVE as NATIVE_KEY, OWNER_MODE as OWNER_MODE_KEY,
+    QUIT_WRAPPED as LEGACY_KEY,
+};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const MODES: [&str; 3] = ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"];
 const DISABLED: &str = "disabled";
-const MODE_KEY: &str = "istio-job-sidecar/mode";
-const RECORD_KEY: &str = "istio-job-sidecar/applied";
-const LEGACY_KEY: &str = "istio-job-sidecar/quit-wrapped";
-const NATIVE_KEY: &str = "sidecar.istio.io/nativeSidecar";
 /// Variants with a second pass for every pair (A, B): A a mode, B a mode or
 /// disabled. Other variants may have some pairs only.
 const FULL_VARIANTS: [&str; 4] = ["plain", "yaml", "json", "injected"];
@@ -207,44 +208,11 @@ fn user_edit(x_a: &Value, x_b: &Value) -> impl Fn(&mut Value) {
     let mut edited = x_a.clone();
     edit(&mut edited);
     assert!(
-        normalized(&edited) == normalized(x_b),
+        normalize(&edited) == normalize(x_b),
         "the first-pass inputs differ in more than the mode annotation:\n{}",
         differences(&edited, x_b)
     );
     edit
-}
-
-/// `object` without what Kubernetes drops anyway: empty `annotations` of
-/// the CronJob's, the job template's and the pod template's metadata, an
-/// empty metadata of the templates, an empty `initContainers`.
-fn normalized(object: &Value) -> Value {
-    /// Removes the member at `pointer` when it is an empty map or list.
-    fn drop_empty(object: &mut Value, pointer: &str) {
-        let (parent, key) = pointer.rsplit_once('/').unwrap();
-        let Some(Value::Object(members)) = object.pointer_mut(parent) else {
-            return;
-        };
-        let empty = match members.get(key) {
-            Some(Value::Object(m)) => m.is_empty(),
-            Some(Value::Array(a)) => a.is_empty(),
-            _ => false,
-        };
-        if empty {
-            members.remove(key);
-        }
-    }
-    let mut object = object.clone();
-    for pointer in [
-        "/metadata/annotations",
-        "/spec/jobTemplate/metadata/annotations",
-        "/spec/jobTemplate/metadata",
-        "/spec/jobTemplate/spec/template/metadata/annotations",
-        "/spec/jobTemplate/spec/template/metadata",
-        "/spec/jobTemplate/spec/template/spec/initContainers",
-    ] {
-        drop_empty(&mut object, pointer);
-    }
-    object
 }
 
 fn record(object: &Value) -> Option<&str> {
@@ -276,7 +244,22 @@ fn every_pair_has_its_cases() {
             assert_eq!(op, "CREATE", "{}: a first pass is a CREATE", first.name);
             assert_eq!(first.object()["kind"], "CronJob", "{}", first.name);
             if mode == DISABLED {
-                assert!(first.mutated().is_none(), "{}: mutated", first.name);
+                // Nothing applied: only the CronJob's own mode goes down to
+                // the pod template its Jobs and Pods are made from.
+                if let Some(mutated) = first.mutated() {
+                    let mut want = first.object().clone();
+                    let value = annotations(&want, false)
+                        .and_then(|a| a.get(MODE_KEY))
+                        .cloned();
+                    assert_eq!(value, Some(Value::from(DISABLED)), "{}", first.name);
+                    set_annotation(&mut want, true, OWNER_MODE_KEY, value.as_ref());
+                    assert!(
+                        normalize(mutated) == normalize(&want),
+                        "{}: more than the mode copied:\n{}",
+                        first.name,
+                        differences(&want, mutated)
+                    );
+                }
             } else {
                 let mutated = first.mutated().unwrap_or_else(|| {
                     panic!("{}: not mutated, no mode change to test", first.name)
@@ -361,8 +344,8 @@ fn mode_change_equals_the_new_mode_on_the_original() {
     let mut broken = Vec::new();
     for ((variant, a, b), pair) in &cases.pairs {
         let first_b = &cases.first[&(variant.clone(), b.clone())];
-        let got = normalized(pair.result());
-        let want = normalized(first_b.result());
+        let got = normalize(pair.result());
+        let want = normalize(first_b.result());
         if got != want {
             broken.push(format!(
                 "{}: B(A(x)) != B(x) ({}), from B(x) to B(A(x)):\n{}",
@@ -392,7 +375,7 @@ fn mode_change_equals_the_new_mode_on_the_original() {
     }
     assert!(
         broken.is_empty(),
-        "{}\n{} cases break the laws of issue 11",
+        "{}\n{} cases break the laws of a change of mode",
         broken.join("\n"),
         broken.len()
     );
@@ -455,21 +438,48 @@ fn unreadable_record_leaves_the_command_wrapped() {
     one_warning_with(&case, &format!("{RECORD_KEY} unreadable"));
 }
 
-/// A quitEndpoint record whose container's command the user replaced:
-/// refused, the user's command kept, the record kept, a warning.
+/// A quitEndpoint record whose container's command no longer holds the
+/// wrapper, updated under nativeSidecar: nothing of the edit is left, so
+/// nothing is undone and the record goes; the command stays as it is now
+/// and nativeSidecar is applied as to a workload never wrapped, without a
+/// warning. `replaced`: the user wrote another command by hand;
+/// `written back`: a server-side apply by a tool that owns `command` wrote
+/// the original back beside the record it does not own.
 #[test]
-fn replaced_command_is_not_undone() {
-    let case = Case::load("mode-change-edited-command-refused-warns");
+fn a_record_whose_wrapper_is_gone_goes() {
     let quit = quit_result();
-    assert_eq!(
-        case.request["oldObject"], quit,
-        "{}: {REGENERATE}",
-        case.name
+    for name in [
+        "mode-change-command-replaced-record-goes",
+        "mode-change-command-written-back-record-goes",
+    ] {
+        let case = Case::load(name);
+        assert_eq!(
+            case.request["oldObject"], quit,
+            "{}: {REGENERATE}",
+            case.name
+        );
+        assert_eq!(record(case.object()), record(&quit));
+        assert_ne!(app_command(case.object()), app_command(&quit));
+        let result = case
+            .mutated()
+            .unwrap_or_else(|| panic!("{}: not mutated", case.name));
+        assert_eq!(app_command(result), app_command(case.object()));
+        assert_eq!(
+            record(result),
+            Some(r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}"#)
+        );
+        assert_eq!(case.warnings(), &Value::Array(vec![]), "{}", case.name);
+    }
+    // Written back, it is nativeSidecar on the original.
+    let case = Case::load("mode-change-command-written-back-record-goes");
+    let native = Case::load("mode-change-plain-nativeSidecar");
+    let result = case.mutated().unwrap();
+    assert!(
+        normalize(result) == normalize(native.result()),
+        "{}: not nativeSidecar on the original:\n{}",
+        case.name,
+        differences(native.result(), result)
     );
-    assert_eq!(record(case.object()), record(&quit));
-    assert_ne!(app_command(case.object()), app_command(&quit));
-    only_native_added(&case);
-    one_warning_with(&case, &format!("{RECORD_KEY}: quitEndpoint edit kept"));
 }
 
 /// The mark of earlier versions, `istio-job-sidecar/quit-wrapped:
@@ -493,7 +503,7 @@ fn legacy_mark_is_undone() {
         .mutated()
         .unwrap_or_else(|| panic!("{}: not mutated", case.name));
     assert!(
-        normalized(result) == normalized(native.result()),
+        normalize(result) == normalize(native.result()),
         "{}: not nativeSidecar on the original:\n{}",
         case.name,
         differences(native.result(), result)

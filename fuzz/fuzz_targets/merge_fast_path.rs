@@ -1,6 +1,6 @@
 //! Differential: the exitOnJobCompletion merge without a YAML parser
 //! (`merge_fast`) answers, wherever it answers at all, exactly as the
-//! YAML-verified path (`merge_verified`) does (issue 10).
+//! YAML-verified path (`merge_verified`) does.
 #![no_main]
 
 use istio_job_sidecar_policy_fuzz::{check_merge, ConfigText};

@@ -14,15 +14,15 @@
 //! (so `containers: "x"`, `metadata: 7` or a 40-deep tree in an annotation
 //! are all reachable). The object is written as JSON text by hand, so
 //! duplicate keys and odd numbers reach the policy too. The pod template may
-//! carry records of earlier edits (`istio-job-sidecar/applied`, issue 11, and
-//! the legacy `istio-job-sidecar/quit-wrapped`): valid ones of every form,
+//! carry records of earlier edits (`istio-job-sidecar/applied`, and the
+//! legacy `istio-job-sidecar/quit-wrapped`): valid ones of every form,
 //! near-valid ones and garbage (`RecordAnnotation`), and a container's
 //! command may already be the quitEndpoint wrapper.
 //!
 //! `ModeChange` is what `mode_change` gets: a workload (`Input`) and modes A
 //! and B (each of the three or `disabled`, said through the settings or the
-//! workload's mode annotation), checked against the laws of issue 11 by
-//! `check_scenario` (see there).
+//! workload's mode annotation), checked against the laws of a change of
+//! mode by `check_scenario` (see there).
 
 pub mod mode_change;
 mod records;
@@ -33,7 +33,7 @@ pub use mode_change::{
 pub use records::{NearRecord, RecordAnnotation, RecordText, ValidRecord, Wrapper};
 
 use arbitrary::{Arbitrary, Unstructured};
-use policy_testkit::Order;
+use policy_testkit::{names, Order};
 use serde_json::Value;
 
 // ------------------------------------------------------------------ checks
@@ -144,17 +144,21 @@ const WORDS: &[&str] = &[
     "a: &x 1\nb: *x",
     "a: !!binary aGk=",
     "? [a]\n: b",
-    // Configs that already hold the key exitOnJobCompletion adds (issue 11:
-    // undo looks for the inserted text in them).
+    // Configs that already hold the key exitOnJobCompletion adds (the undo
+    // looks for the inserted text in them).
     "concurrency: 2\nexitOnJobCompletion: true",
     "exitOnJobCompletion: true",
     "{\"concurrency\": 2, \"exitOnJobCompletion\": true}",
     "a: \"x\nexitOnJobCompletion: true\"\nexitOnJobCompletion: true",
     "exitOnJobCompletion: true\n# exitOnJobCompletion: true\n",
-    // Records (issue 11), as values of any key.
+    // Records, as values of any key.
     "{\"mode\":\"quitEndpoint\",\"container\":\"app\"}",
     "{\"mode\":\"nativeSidecar\",\"annotation\":\"sidecar.istio.io/nativeSidecar\"}",
     "{\"mode\":\"exitOnJobCompletion\",\"inserted\":\"\\nexitOnJobCompletion: true\"}",
+    "{\"mode\":\"nativeSidecar\",\"annotation\":\"sidecar.istio.io/nativeSidecar\",\"moved\":\"istio-proxy\",\"from\":1,\"added\":[\"restartPolicy\"]}",
+    // Injection values that are no exact "false": Istio injects.
+    "False",
+    "no",
 ];
 
 const KEYS: &[&str] = &[
@@ -173,14 +177,17 @@ const KEYS: &[&str] = &[
     "restartPolicy",
     "startupProbe",
     "creationTimestamp",
-    "sidecar.istio.io/status",
-    "sidecar.istio.io/nativeSidecar",
-    "sidecar.istio.io/inject",
-    "proxy.istio.io/config",
-    "istio-job-sidecar/mode",
-    "istio-job-sidecar/quit-wrapped",
-    "istio-job-sidecar/applied",
-    "exitOnJobCompletion",
+    names::STATUS,
+    names::NATIVE,
+    names::INJECT,
+    names::PROXY_CONFIG,
+    names::MODE,
+    names::QUIT_WRAPPED,
+    names::APPLIED,
+    names::OWNER_MODE,
+    names::STATUS_PORT,
+    "hostNetwork",
+    names::EXIT_KEY,
     "kind",
     "object",
     "x-unknown",
@@ -334,8 +341,8 @@ pub enum Settings {
 
 #[derive(Debug, Arbitrary)]
 pub struct Container {
-    /// Mostly there: Kubernetes requires it (issue 11's laws are checked on
-    /// workloads the API server accepts).
+    /// Mostly there: Kubernetes requires it (the laws of a change of mode
+    /// are checked on workloads the API server accepts).
     pub name: Maybe<7, 8, Text>,
     pub command: Option<Vec<Text>>,
     /// The command wrapped by quitEndpoint before (`Wrapper`).
@@ -894,6 +901,7 @@ mod tests {
             let form = match Record::read(Some(&text), None) {
                 Record::Read { applied, .. } => match applied {
                     Applied::NativeAnnotation => "native annotation",
+                    Applied::NativeMove(m) if m.annotation => "move with annotation",
                     Applied::NativeMove(m) if m.status.is_some() => "move with status",
                     Applied::NativeMove(m) if m.restart_policy.is_some() => "move replacing",
                     Applied::NativeMove(_) => "move",
@@ -910,7 +918,7 @@ mod tests {
             }
         }
         eprintln!("of 4000 pseudo-random records: {forms:?}");
-        assert_eq!(forms.len(), 8, "{forms:?}");
+        assert_eq!(forms.len(), 9, "{forms:?}");
         assert!(forms.values().all(|n| *n > 20), "{forms:?}");
     }
 

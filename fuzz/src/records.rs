@@ -1,5 +1,6 @@
-//! The traces of earlier edits a pod template may carry (issue 11): records
-//! `istio-job-sidecar/applied` of every form `src/record.rs` reads, records
+//! The traces of earlier edits a pod template may carry: records
+//! `istio-job-sidecar/applied` of every form `src/record.rs` reads (a move
+//! with or without the nativeSidecar annotation it wrote), records
 //! that are nearly valid (a member of the wrong type, an unknown member, a
 //! huge `from`, `added` naming a member the move never adds, an inserted
 //! text that is or is not in the config), garbage, the legacy
@@ -8,15 +9,12 @@
 
 use crate::{Key, Text, Tree};
 use arbitrary::{Arbitrary, Unstructured};
-use istio_job_sidecar_policy::modes::exit_on_completion::KEY as EXIT_KEY;
 use istio_job_sidecar_policy::modes::quit_endpoint::{
     ALWAYS, NAME as WRAPPER_NAME, ON_SUCCESS, SCRIPT, SHELL,
 };
 use istio_job_sidecar_policy::record::{Applied, Move};
+use policy_testkit::names::{APPLIED, EXIT_KEY, QUIT_WRAPPED};
 use serde_json::{Map, Value};
-
-pub const APPLIED: &str = "istio-job-sidecar/applied";
-pub const QUIT_WRAPPED: &str = "istio-job-sidecar/quit-wrapped";
 
 /// A container name a record may name: mostly the ones the generated
 /// workloads have.
@@ -107,6 +105,8 @@ pub enum ValidRecord {
         added: u8,
         restart_policy: Option<Text>,
         status: Option<Text>,
+        /// The move wrote `sidecar.istio.io/nativeSidecar: "true"`.
+        annotation: bool,
     },
     Exit {
         inserted: Inserted,
@@ -134,6 +134,7 @@ impl ValidRecord {
                 added,
                 restart_policy,
                 status,
+                annotation,
             } => {
                 let mut names: Vec<String> = ["restartPolicy", "startupProbe", "lifecycle"]
                     .iter()
@@ -150,6 +151,7 @@ impl ValidRecord {
                     added: names,
                     restart_policy: restart_policy.as_ref().map(|t| t.0.clone()),
                     status: status.as_ref().map(|t| t.0.clone()),
+                    annotation: *annotation,
                 })
             }
             ValidRecord::Exit { inserted, created } => Applied::ExitOnJobCompletion {
@@ -322,6 +324,7 @@ fn as_move(r: &ValidRecord) -> ValidRecord {
             added: 7,
             restart_policy: None,
             status: None,
+            annotation: false,
         },
         _ => ValidRecord::Move {
             container: Name("istio-proxy".into()),
@@ -329,6 +332,7 @@ fn as_move(r: &ValidRecord) -> ValidRecord {
             added: 3,
             restart_policy: None,
             status: None,
+            annotation: true,
         },
     }
 }

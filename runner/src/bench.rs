@@ -82,7 +82,7 @@ impl Route {
         }
     }
 
-    /// Issue 3's target for the guest call alone, as a ratio to floor (b).
+    /// The target for the guest call alone, as a ratio to floor (b).
     pub fn guest_target(self) -> f64 {
         match self {
             Route::Mutation | Route::Move => 1.3,
@@ -91,7 +91,7 @@ impl Route {
         }
     }
 
-    /// Issue 9's target with the host's work counted (guest + host here,
+    /// The target with the host's work counted (guest + host here,
     /// `kwctl bench` in `make bench-kwctl`): every row that mutates (the huge
     /// Pod too) against floor (c), a skip against floor (b).
     pub fn host_target(self) -> (Floor, f64) {
@@ -692,7 +692,7 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
     writeln!(
         out,
         "guest call only (WapcHost::call: copy in, the guest's work, copy out); \
-         ratio = policy / floor (b), targets of issue 3"
+         ratio = policy / floor (b), the guest-only targets"
     )
     .map_err(io)?;
     writeln!(
@@ -736,7 +736,7 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<()> {
         out,
         "\nguest + host, as policy-server (payload built, call, answer parsed, \
          returned object diffed against the request's, patch encoded);\n\
-         ratio = policy / its floor (c for a mutation, b for a skip), targets of issue 9; \
+         ratio = policy / its floor (c for a mutation, b for a skip), the targets with the host's work; \
          vs b = policy / floor (b);\n\
          host in+out = share of the policy's time (medians) the host spends before the call \
          (request copied, payload serialized) and after it (answer parsed, patch, memory freed)"
@@ -824,7 +824,7 @@ struct CaseFile {
     request: String,
     /// For `--settings-json`.
     settings: Value,
-    /// The floor a row is compared to, and the target ratio (issue 9).
+    /// The floor a row is compared to, and the target ratio with the host's work.
     floor: &'static str,
     target: f64,
 }

@@ -86,8 +86,9 @@ fn run_prints_a_kwctl_shaped_response_whose_patch_applies() {
         "--summary",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    // The move, the status and the record (issue 11).
-    assert!(stdout.contains("patch: 4 operation(s)"), "{stdout}");
+    // The move (out of containers, into initContainers), the status, the
+    // record and the annotation that keeps a re-injection native.
+    assert!(stdout.contains("patch: 5 operation(s)"), "{stdout}");
     assert!(
         stdout.contains("mutated pod template (/spec/template):"),
         "{stdout}"

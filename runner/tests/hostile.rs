@@ -1,4 +1,4 @@
-//! Hostile input at the wasm level (issue 4): `./policy.wasm` through the
+//! Hostile input at the wasm level: `./policy.wasm` through the
 //! same engine Kubewarden uses, on payloads built to break it.
 //!
 //! For each: the call must return (never a trap or a guest error), with an
@@ -10,7 +10,7 @@
 //! memory (observed through the runner's probing engine on a fresh instance)
 //! are printed; there are no timing assertions.
 //!
-//! Issue 11's record `istio-job-sidecar/applied` gets its own (the last
+//! The record `istio-job-sidecar/applied` gets its own (the last
 //! four tests): 1 MiB records of each form, 10,000-deep JSON, an
 //! exitOnJobCompletion record whose inserted text occurs up to 100,000
 //! times in the config, a move record whose `from` is no 32-bit index, a
@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use policy_runner::memory::probing_engine;
 use policy_runner::{Evaluation, Policy, ValidationResponse};
+use policy_testkit::names::{APPLIED, MODE, PROXY_CONFIG, STATUS};
 use serde_json::{json, Value};
 
 /// `policy.wasm` (checked fresh by `common`), as bytes for extra instances.
@@ -187,7 +188,7 @@ fn job(containers: Value) -> Value {
         "kind": "Job",
         "metadata": {"name": "hostile"},
         "spec": {"template": {
-            "metadata": {"annotations": {"sidecar.istio.io/status": CLASSIC_STATUS}},
+            "metadata": {"annotations": {STATUS: CLASSIC_STATUS}},
             "spec": {
                 "restartPolicy": "Never",
                 "initContainers": [{"name": "istio-init", "image": "proxyv2"}],
@@ -341,7 +342,7 @@ fn wrongly_shaped_objects() {
     }
     // metadata, annotations, template of the wrong type.
     let mut broken = job(app_and_proxy());
-    broken["spec"]["template"]["metadata"]["annotations"] = json!(["sidecar.istio.io/status"]);
+    broken["spec"]["template"]["metadata"]["annotations"] = json!([STATUS]);
     let o = call(
         &policy,
         "annotations is a list",
@@ -359,7 +360,7 @@ fn wrongly_shaped_objects() {
     report("template is a string", 0, &o);
     assert_warned("template is a string", &o, "unexpected shape");
     let mut broken = job(app_and_proxy());
-    broken["spec"]["template"]["metadata"]["annotations"]["sidecar.istio.io/status"] = json!(7);
+    broken["spec"]["template"]["metadata"]["annotations"][STATUS] = json!(7);
     let o = call(
         &policy,
         "status annotation is a number",
@@ -577,20 +578,16 @@ fn big_objects() {
         .collect();
     for (what, key, value) in [
         ("unrelated annotation", "example.com/blob", "z".repeat(mib)),
-        ("proxy.istio.io/config", "proxy.istio.io/config", long_yaml),
+        (PROXY_CONFIG, PROXY_CONFIG, long_yaml),
         (
-            "sidecar.istio.io/status",
-            "sidecar.istio.io/status",
+            STATUS,
+            STATUS,
             format!(
                 r#"{{"initContainers":["istio-init"],"containers":["istio-proxy"],"x":"{}"}}"#,
                 "s".repeat(mib)
             ),
         ),
-        (
-            "istio-job-sidecar/mode",
-            "istio-job-sidecar/mode",
-            "m".repeat(mib),
-        ),
+        (MODE, MODE, "m".repeat(mib)),
     ] {
         for mode in MODES {
             let mut object = job(app_and_proxy());
@@ -697,9 +694,7 @@ fn settings_of_every_wrong_type() {
     eprintln!("| settings of every wrong type | {tried} payloads | - | invalid with a message; validate: unchanged + warning |");
 }
 
-// ------------------------------------------------------------------ records (issue 11)
-
-const APPLIED: &str = "istio-job-sidecar/applied";
+// ------------------------------------------------------------------ records
 
 /// Every mode, and `disabled` (said by the workload's annotation).
 const WANTED: [&str; 4] = [
@@ -714,8 +709,7 @@ const WANTED: [&str; 4] = [
 /// `istio-job-sidecar/mode`.
 fn asking(wanted: &str, mut object: Value) -> (Value, Value) {
     let s = if wanted == "disabled" {
-        object["spec"]["template"]["metadata"]["annotations"]["istio-job-sidecar/mode"] =
-            json!("disabled");
+        object["spec"]["template"]["metadata"]["annotations"][MODE] = json!("disabled");
         settings("nativeSidecar")
     } else {
         settings(wanted)
@@ -747,8 +741,11 @@ fn assert_warning(name: &str, o: &Outcome, says: &str) {
 fn hostile_records() {
     let policy = load();
     let mib = 1024 * 1024;
-    let unreadable = "istio-job-sidecar/applied unreadable";
-    let kept = "istio-job-sidecar/applied: ";
+    let unreadable: &str = &format!("{APPLIED} unreadable");
+    let kept: &str = &format!("{APPLIED}: ");
+    // The record's edit is not on the object at all: the record goes,
+    // without a warning.
+    let gone = "";
     let exit_config = json!("a: 1\nexitOnJobCompletion: true");
     // What, the record, more annotations, the warning under another mode.
     type Case<'c> = (&'c str, String, Vec<(&'c str, Value)>, &'c str);
@@ -763,14 +760,14 @@ fn hostile_records() {
             "1 MiB record: quit, a 1 MiB container name",
             json!({"mode": "quitEndpoint", "container": "c".repeat(mib)}).to_string(),
             vec![],
-            kept,
+            gone,
         ),
         (
             "1 MiB record: exit, 1 MiB inserted text",
             json!({"mode": "exitOnJobCompletion",
                    "inserted": format!("\n{}exitOnJobCompletion: true", "y".repeat(mib))})
             .to_string(),
-            vec![("proxy.istio.io/config", exit_config.clone())],
+            vec![(PROXY_CONFIG, exit_config.clone())],
             kept,
         ),
         (
@@ -779,7 +776,7 @@ fn hostile_records() {
                    "added": ["restartPolicy"], "status": "s".repeat(mib)})
             .to_string(),
             vec![],
-            kept,
+            gone,
         ),
         (
             "1 MiB record: an unknown member of 1 MiB",
@@ -826,8 +823,12 @@ fn hostile_records() {
             };
             report(&name, p.len(), &o);
             // Under its own mode a readable record undoes nothing.
-            let own_mode = warning == &kept && record.contains(&format!(r#""mode":"{wanted}""#));
-            if !own_mode {
+            let own_mode =
+                warning != &unreadable && record.contains(&format!(r#""mode":"{wanted}""#));
+            if warning == &gone && !own_mode {
+                assert!(o.warnings().is_empty(), "{name}: {:?}", o.warnings());
+                assert!(o.mutated(), "{name}: the record stayed");
+            } else if !own_mode {
                 assert_warning(&name, &o, warning);
             }
             if o.mutated() {
@@ -917,10 +918,7 @@ fn record_whose_inserted_text_repeats() {
         for wanted in ["nativeSidecar", "quitEndpoint", "disabled"] {
             let object = job_with(
                 app_and_proxy(),
-                &[
-                    (APPLIED, json!(record)),
-                    ("proxy.istio.io/config", json!(config)),
-                ],
+                &[(APPLIED, json!(record)), (PROXY_CONFIG, json!(config))],
             );
             let (r, s) = asking(wanted, object);
             let p = payload(&r, &s);
@@ -947,7 +945,7 @@ fn record_whose_inserted_text_repeats() {
     let merged = moved_by(
         &policy,
         "exitOnJobCompletion",
-        job_with(app_and_proxy(), &[("proxy.istio.io/config", json!(plain))]),
+        job_with(app_and_proxy(), &[(PROXY_CONFIG, json!(plain))]),
     );
     for wanted in ["nativeSidecar", "quitEndpoint", "disabled"] {
         let (r, s) = asking(wanted, merged.clone());
@@ -961,7 +959,7 @@ fn record_whose_inserted_text_repeats() {
             .patched_object()
             .unwrap();
         assert_eq!(
-            out["spec"]["template"]["metadata"]["annotations"]["proxy.istio.io/config"],
+            out["spec"]["template"]["metadata"]["annotations"][PROXY_CONFIG],
             json!(plain),
             "{name}: the user's config is not back byte for byte"
         );
@@ -976,7 +974,7 @@ fn record_whose_inserted_text_repeats() {
     ] {
         let (r, s) = asking(
             "exitOnJobCompletion",
-            job_with(app_and_proxy(), &[("proxy.istio.io/config", json!(config))]),
+            job_with(app_and_proxy(), &[(PROXY_CONFIG, json!(config))]),
         );
         let name = format!("{what}, merged (exitOnJobCompletion, no record)");
         let p = payload(&r, &s);

@@ -3,43 +3,44 @@
 //! the user's form (YAML block, YAML flow or JSON).
 //!
 //! Upstream Istio's ProxyConfig has no such field and its lenient parser
-//! drops it (facts.md): this mode only acts on Istio builds that implement
+//! drops it (docs/facts.md): this mode only acts on Istio builds that implement
 //! it, and breaks nothing elsewhere. The README says so.
 
-use super::{Outcome, Target, Undone};
 use crate::json::{Node, ShapeError};
+use crate::modes::target::{Outcome, Target, Undone};
 use crate::record::Applied;
-use crate::view::ANNOTATION_PROXY_CONFIG;
-use crate::workload::{annotations_mut, remove_annotations, template_mut};
+use crate::view::{ANNOTATION_PROXY_CONFIG, EXIT_ON_JOB_COMPLETION as KEY};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_yaml::{Mapping, Value};
 use std::fmt;
 
-pub const KEY: &str = "exitOnJobCompletion";
-
 pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
-    let current = t
-        .workload
-        .template_annotations()
-        .and_then(|a| a.proxy_config.as_deref());
-    let merged = match current {
-        None => format!("{KEY}: true"),
-        Some(text) => match merge(text) {
-            Ok(Some(merged)) => merged,
-            Ok(None) => return Ok(Outcome::unchanged()),
-            Err(why) => {
-                return Ok(Outcome::unchanged_because(format!(
-                    "{ANNOTATION_PROXY_CONFIG} left unchanged: {why}"
-                )))
-            }
-        },
+    let (merged, applied) = {
+        let current = t
+            .template
+            .view()?
+            .template_annotations()
+            .and_then(|a| a.proxy_config.as_deref());
+        let merged = match current {
+            None => format!("{KEY}: true"),
+            Some(text) => match merge(text) {
+                Ok(Some(merged)) => merged,
+                Ok(None) => return Ok(Outcome::unchanged()),
+                Err(why) => {
+                    return Ok(Outcome::unchanged_because(format!(
+                        "{ANNOTATION_PROXY_CONFIG} left unchanged: {why}"
+                    )))
+                }
+            },
+        };
+        let applied = Applied::ExitOnJobCompletion {
+            inserted: inserted(current.unwrap_or_default(), &merged).to_owned(),
+            created: current.is_none(),
+        };
+        (merged, applied)
     };
-    let applied = Applied::ExitOnJobCompletion {
-        inserted: inserted(current.unwrap_or_default(), &merged).to_owned(),
-        created: current.is_none(),
-    };
-    let template = template_mut(t.kind, t.object)?;
-    annotations_mut(template)?.set(ANNOTATION_PROXY_CONFIG, Node::from_string(merged))?;
+    t.template
+        .set_annotation(ANNOTATION_PROXY_CONFIG, Node::from_string(merged))?;
     Ok(Outcome::applied(applied))
 }
 
@@ -68,23 +69,26 @@ fn inserted<'m>(original: &str, merged: &'m str) -> &'m str {
 /// goes whole. A key the user took out leaves nothing to do; a config
 /// edited where the key was (or no longer readable) is refused.
 pub fn undo(inserted: &str, created: bool, t: &mut Target) -> Result<Undone, ShapeError> {
-    let Some(text) = t
-        .workload
-        .template_annotations()
-        .and_then(|a| a.proxy_config.as_deref())
-    else {
-        return Ok(Undone::Done { changed: false });
+    let restored = {
+        let Some(text) = t
+            .template
+            .view()?
+            .template_annotations()
+            .and_then(|a| a.proxy_config.as_deref())
+        else {
+            return Ok(Undone::Done { changed: false });
+        };
+        match take_out(text, inserted) {
+            Ok(Some(restored)) => restored,
+            Ok(None) => return Ok(Undone::Done { changed: false }),
+            Err(why) => return Ok(Undone::Refused(format!("{ANNOTATION_PROXY_CONFIG} {why}"))),
+        }
     };
-    let restored = match take_out(text, inserted) {
-        Ok(Some(restored)) => restored,
-        Ok(None) => return Ok(Undone::Done { changed: false }),
-        Err(why) => return Ok(Undone::Refused(format!("{ANNOTATION_PROXY_CONFIG} {why}"))),
-    };
-    let template = template_mut(t.kind, t.object)?;
     if created && restored.trim().is_empty() {
-        remove_annotations(template, &[ANNOTATION_PROXY_CONFIG])?;
+        t.template.remove_annotations(&[ANNOTATION_PROXY_CONFIG])?;
     } else {
-        annotations_mut(template)?.set(ANNOTATION_PROXY_CONFIG, Node::from_string(restored))?;
+        t.template
+            .set_annotation(ANNOTATION_PROXY_CONFIG, Node::from_string(restored))?;
     }
     Ok(Undone::Done { changed: true })
 }
@@ -95,7 +99,8 @@ pub fn undo(inserted: &str, created: bool, t: &mut Target) -> Result<Undone, Sha
 const MAX_TRIES: usize = 2;
 
 /// `text` without the `inserted` text, when that leaves the same mapping
-/// minus `exitOnJobCompletion: true`; `Ok(None)` when the key is gone.
+/// minus `exitOnJobCompletion: true`; `Ok(None)` when the key is gone or
+/// holds a value of the user's.
 fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
     // The config as the merge left it: the text without the inserted part
     // merges back into exactly this text, which proves it without a YAML
@@ -109,9 +114,10 @@ fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
     }
     let now = read_mapping(text).map_err(|_| "no longer a mapping".to_owned())?;
     match now.get(KEY) {
-        None => return Ok(None),
         Some(Value::Bool(true)) => {}
-        Some(_) => return Err(format!("has another {KEY}")),
+        // Gone, or another value the user wrote in its place: nothing of
+        // the policy's is left.
+        _ => return Ok(None),
     }
     // The last place first: every merge inserts at the end of the mapping.
     let mut end = text.len();
@@ -444,7 +450,7 @@ fn plain_key(key: &str) -> bool {
 
 /// A scalar that ends on its line: quoted without escapes or inner quotes,
 /// or plain without indicators that could open anything, and not a number
-/// too long for 64 bits (serde_yaml refuses those; found by fuzzing).
+/// too long for 64 bits (serde_yaml refuses those).
 fn one_line_scalar(value: &str) -> bool {
     let b = value.as_bytes();
     let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
@@ -627,7 +633,7 @@ mod tests {
         }
     }
 
-    /// Issue 10: a YAML 1.1 line break ends the comment, so the user's
+    /// A YAML 1.1 line break ends the comment, so the user's
     /// `false` is a key of its own, and stands.
     #[rstest]
     #[case::line_separator("\u{2028}")]
@@ -641,7 +647,7 @@ mod tests {
     }
 
     /// Every merge only inserts: the user's text is the merged text without
-    /// the inserted part, which undo takes out again (issue 11).
+    /// the inserted part, which undo takes out again.
     #[rstest]
     #[case::yaml_block("holdApplicationUntilProxyStarts: true")]
     #[case::yaml_block_newline("concurrency: 2\ntracing:\n  sampling: 10\n")]
@@ -682,7 +688,7 @@ mod tests {
     #[case::user_set_it_false(
         "a: 1\nexitOnJobCompletion: false",
         "\nexitOnJobCompletion: true",
-        Err("has another exitOnJobCompletion")
+        Ok(None)
     )]
     #[case::rewritten_as_json(
         "{\"a\": 1, \"exitOnJobCompletion\": true}",
@@ -696,7 +702,7 @@ mod tests {
         "\nexitOnJobCompletion: true",
         Ok(Some("a: \"x\nexitOnJobCompletion: true\""))
     )]
-    // Regression (tests/properties.rs): a hand-edited inserted text ending
+    // Regression (tests/properties): a hand-edited inserted text ending
     // in a multi-byte character; stepping back must stay on a character.
     #[case::inserted_text_ends_in_non_ascii(
         "k: \"exitOnJobCompletion: true # é\"\nexitOnJobCompletion: true",
@@ -733,7 +739,7 @@ mod tests {
         let err = merge(text).unwrap_err();
         assert!(err.starts_with(why), "{err:?}");
     }
-    /// Regression (issue 4, runner/tests/hostile.rs): the duplicate-key
+    /// Regression (runner/tests/hostile.rs): the duplicate-key
     /// checks of the two recognisers were list scans, so a 1 MiB config of
     /// 32,768 keys took 0.8 s natively and over policy-server's 2 s deadline
     /// in wasm. The bound is generous (debug build, loaded machine); the

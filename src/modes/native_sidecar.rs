@@ -2,18 +2,22 @@
 //! restartable init container), which the kubelet stops once the app
 //! containers have exited.
 //!
-//! - Not injected yet: ask Istio (>= 1.24) for it with the per-pod annotation
-//!   `sidecar.istio.io/nativeSidecar: "true"`, unless the user wrote one.
+//! - The pod template asks Istio (>= 1.24) for it with the per-pod
+//!   annotation `sidecar.istio.io/nativeSidecar: "true"`, unless the user
+//!   wrote one: a user's `"false"` stands, and then nothing is changed.
 //! - Already injected in `containers` (`sidecar.istio.io/status` present):
-//!   move the container into `initContainers` after Istio's own init
-//!   container, with `restartPolicy: Always`, and update the status as Istio
-//!   writes it for a native sidecar.
+//!   the container moves into `initContainers` after Istio's own init
+//!   container, with `restartPolicy: Always`, and the status is updated as
+//!   Istio writes it for a native sidecar. The annotation is written too:
+//!   Istio's injector re-injects a pod that carries a status (it strips
+//!   the listed containers and renders them again), natively only when the
+//!   pod asks for it or the mesh flag is on.
 
-use super::{Outcome, Target, Undone};
 use crate::json::{Node, ShapeError};
+use crate::modes::target::{Outcome, Target, Undone};
 use crate::record::{Applied, Move};
 use crate::view::{Container, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_STATUS};
-use crate::workload::{annotations_mut, remove_annotations, template_mut, StatusAt};
+use crate::workload::{StatusAt, Workload};
 use serde_json::{json, Value};
 
 /// Init containers Istio injects ahead of the proxy (`istio-validation` with
@@ -21,124 +25,130 @@ use serde_json::{json, Value};
 const ISTIO_INIT_CONTAINERS: [&str; 2] = ["istio-init", "istio-validation"];
 
 pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
-    match t.workload.injection_status() {
+    let view = t.template.view()?;
+    // A user's "false" asks Istio for a classic proxy: their word stands.
+    if native_annotation(view) == Some("false") {
+        return Ok(Outcome::unchanged());
+    }
+    match view.injection_status() {
         None => request_native_injection(t),
-        Some((at, status)) => move_injected_sidecar(t, at, status),
+        Some((at, status)) => {
+            let status = status.to_owned();
+            move_injected_sidecar(t, at, &status)
+        }
     }
 }
 
+/// `sidecar.istio.io/nativeSidecar` of the pod template.
+fn native_annotation<'v>(view: &'v Workload) -> Option<&'v str> {
+    view.template_annotations()
+        .and_then(|a| a.native_sidecar.as_deref())
+}
+
+/// The annotation says "true" because this mode wrote it, as its record says.
+fn annotation_is_ours(view: &Workload, record: Option<&Applied>) -> bool {
+    let recorded = match record {
+        Some(Applied::NativeAnnotation) => true,
+        Some(Applied::NativeMove(m)) => m.annotation,
+        _ => false,
+    };
+    recorded && native_annotation(view) == Some("true")
+}
+
 fn request_native_injection(t: &mut Target) -> Result<Outcome, ShapeError> {
-    let user_said = t
-        .workload
-        .template_annotations()
-        .and_then(|a| a.native_sidecar.as_ref())
-        .is_some();
-    if user_said {
+    if native_annotation(t.template.view()?).is_some() {
         return Ok(Outcome::unchanged());
     }
-    let template = template_mut(t.kind, t.object)?;
-    annotations_mut(template)?.set(ANNOTATION_NATIVE_SIDECAR, Node::from_string("true"))?;
-    Ok(Outcome::applied(Applied::NativeAnnotation))
+    t.template
+        .set_annotation(ANNOTATION_NATIVE_SIDECAR, Node::from_string("true"))?;
+    // A proxy this mode moved stays recorded as moved, so that a later mode
+    // can move it back.
+    let applied = match t.record {
+        Some(Applied::NativeMove(m)) => Applied::NativeMove(Move {
+            annotation: true,
+            ..m.clone()
+        }),
+        _ => Applied::NativeAnnotation,
+    };
+    Ok(Outcome::applied(applied))
 }
 
 /// Take off the `sidecar.istio.io/nativeSidecar: "true"` the policy added;
 /// a value the user changed since is theirs and stays.
 pub fn undo_annotation(t: &mut Target) -> Result<Undone, ShapeError> {
-    let ours = t
-        .workload
-        .template_annotations()
-        .and_then(|a| a.native_sidecar.as_deref())
-        == Some("true");
-    let changed = ours
-        && remove_annotations(
-            template_mut(t.kind, t.object)?,
-            &[ANNOTATION_NATIVE_SIDECAR],
-        )?;
+    let changed = remove_our_annotation(t)?;
     Ok(Undone::Done { changed })
 }
 
+fn remove_our_annotation(t: &mut Target) -> Result<bool, ShapeError> {
+    if native_annotation(t.template.view()?) != Some("true") {
+        return Ok(false);
+    }
+    t.template.remove_annotations(&[ANNOTATION_NATIVE_SIDECAR])
+}
+
 /// Move the proxy back where it was in `containers`, without the members
-/// the move added, and give the status annotation back its text. Refused
-/// when the proxy or the status is not as the move left them: the proxy
-/// was then re-injected or edited, and moving it would guess.
+/// the move added, give the status annotation back its text and take the
+/// annotation off if the move wrote it. Nothing is left to undo when the
+/// proxy is no longer in `initContainers` and the status is not the one
+/// the move wrote (an applier that owns the containers wrote them back).
+/// Refused when the proxy or the status is not as the move left them: the
+/// proxy was then re-injected or edited, and moving it would guess.
 pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
     let name = moved.container.as_str();
     let refused = |why: &str| Ok(Undone::Refused(why.into()));
-    let init = t.workload.init_containers();
+    let written = moved
+        .status
+        .as_deref()
+        .and_then(|before| native_status(before, name).ok().flatten());
+    let view = t.template.view()?;
+    let init = view.init_containers();
     let named: Vec<usize> = (0..init.len())
         .filter(|&i| init[i].name.as_deref() == Some(name))
         .collect();
-    let [index] = named[..] else {
-        return refused("proxy not in initContainers once");
+    let status_now = view.injection_status();
+    let index = match named[..] {
+        [index] => index,
+        [] if written.is_none() || status_now.map(|(_, now)| now) != written.as_deref() => {
+            let changed = moved.annotation && remove_our_annotation(t)?;
+            return Ok(Undone::Done { changed });
+        }
+        _ => return refused("proxy not in initContainers once"),
     };
     if init[index].restart_policy.as_deref() != Some("Always") {
         return refused("proxy no longer a native sidecar");
     }
-    if t.workload
+    if view
         .containers()
         .iter()
         .any(|c| c.name.as_deref() == Some(name))
     {
         return refused("a container has the proxy's name");
     }
-    let status = match (&moved.status, t.workload.injection_status()) {
+    let status = match (&moved.status, status_now) {
         (None, _) => None,
-        (Some(before), Some((at, now))) => match native_status(before, name) {
-            Ok(Some(written)) if written == now => Some((at, before)),
-            _ => return refused("sidecar.istio.io/status changed since"),
-        },
+        (Some(before), Some((at, now))) if written.as_deref() == Some(now) => Some((at, before)),
+        (Some(_), Some(_)) => return refused("sidecar.istio.io/status changed since"),
         (Some(_), None) => return refused("sidecar.istio.io/status gone since"),
     };
-
-    let (spec, mut proxy) = take_item(t, "initContainers", index)?;
-    if spec.array_entry("initContainers")?.items_mut()?.is_empty() {
-        // Kubernetes drops an empty list; one the move created goes again.
-        spec.members_mut()?.retain(|(k, _)| k != "initContainers");
+    if moved.annotation {
+        remove_our_annotation(t)?;
     }
+
+    let mut proxy = t.template.take_item("initContainers", index)?;
+    t.template.drop_empty_list("initContainers")?;
     proxy
         .members_mut()?
         .retain(|(k, _)| !moved.added.iter().any(|added| added == k));
     if let Some(policy) = &moved.restart_policy {
         proxy.set("restartPolicy", Node::from_string(policy.as_str()))?;
     }
-    let containers = spec.array_entry("containers")?.items_mut()?;
-    containers.insert(moved.from.min(containers.len()), proxy);
+    t.template.insert_item("containers", moved.from, proxy)?;
     if let Some((at, before)) = status {
-        let owner = status_owner(t, at)?;
-        annotations_mut(owner)?.set(ANNOTATION_STATUS, Node::from_string(before.as_str()))?;
+        t.template
+            .set_annotation_at(at, ANNOTATION_STATUS, Node::from_string(before.as_str()))?;
     }
     Ok(Undone::Done { changed: true })
-}
-
-/// The template's pod spec, and item `index` taken out of its `list`.
-fn take_item<'n, 'a>(
-    t: &'n mut Target<'_, 'a>,
-    list: &str,
-    index: usize,
-) -> Result<(&'n mut Node<'a>, Node<'a>), ShapeError> {
-    let spec = template_mut(t.kind, t.object)?
-        .get_mut("spec")?
-        .ok_or_else(|| ShapeError("pod template has no spec".into()))?;
-    let items = spec.array_entry(list)?.items_mut()?;
-    if index >= items.len() {
-        return Err(ShapeError(format!("{list} changed under the view")));
-    }
-    let item = items.remove(index);
-    Ok((spec, item))
-}
-
-/// The object whose metadata holds the injection status.
-fn status_owner<'n, 'a>(
-    t: &'n mut Target<'_, 'a>,
-    at: StatusAt,
-) -> Result<&'n mut Node<'a>, ShapeError> {
-    match at {
-        StatusAt::Template => template_mut(t.kind, t.object),
-        StatusAt::JobTemplate => t
-            .object
-            .path_mut(&["spec", "jobTemplate"])?
-            .ok_or_else(|| ShapeError("CronJob has no jobTemplate".into())),
-    }
 }
 
 fn move_injected_sidecar(
@@ -148,19 +158,19 @@ fn move_injected_sidecar(
 ) -> Result<Outcome, ShapeError> {
     let name = t.settings.sidecar_container_name.as_str();
     let is_sidecar = |c: &Container| c.name.as_deref() == Some(name);
-    let containers = t.workload.containers();
+    let view = t.template.view()?;
+    let containers = view.containers();
     let Some(index) = containers.iter().position(is_sidecar) else {
-        return Ok(
-            match t.workload.init_containers().iter().find(|c| is_sidecar(c)) {
-                Some(c) if c.restart_policy.as_deref() == Some("Always") => Outcome::unchanged(),
-                Some(_) => Outcome::unchanged_because(format!(
-                    "init container {name} lacks restartPolicy: Always; left unchanged"
-                )),
-                None => Outcome::unchanged_because(format!(
-                    "injected pod template has no container {name}; left unchanged"
-                )),
-            },
-        );
+        return match view.init_containers().iter().find(|c| is_sidecar(c)) {
+            // Injected natively: only a re-injection must stay native.
+            Some(c) if c.restart_policy.as_deref() == Some("Always") => request_native_injection(t),
+            Some(_) => Ok(Outcome::unchanged_because(format!(
+                "init container {name} lacks restartPolicy: Always; left unchanged"
+            ))),
+            None => Ok(Outcome::unchanged_because(format!(
+                "injected pod template has no container {name}; left unchanged"
+            ))),
+        };
     };
     if containers.len() == 1 {
         return Ok(Outcome::unchanged_because(format!(
@@ -168,28 +178,29 @@ fn move_injected_sidecar(
         )));
     }
     // Kubernetes rejects the pod anyway; moving one of them would leave the
-    // other to be moved by a second run (not idempotent; found by fuzzing),
-    // and a proxy moved beside an init container of its name could not be
-    // told from it to be moved back (issue 11, found by fuzzing).
-    let init_named = t.workload.init_containers().iter().any(is_sidecar);
+    // other to be moved by a second run, and a proxy moved beside an init
+    // container of its name could not be told from it to be moved back.
+    let init_named = view.init_containers().iter().any(is_sidecar);
     if init_named || containers.iter().filter(|c| is_sidecar(c)).count() > 1 {
         return Ok(Outcome::unchanged_because(format!(
             "more than one container is named {name}; left unchanged"
         )));
     }
-    let init_names = t
-        .workload
-        .init_containers()
-        .iter()
-        .map(|c| c.name.as_deref());
-    let insert_at = position_after_istio_init(init_names);
+    let insert_at =
+        position_after_istio_init(view.init_containers().iter().map(|c| c.name.as_deref()));
+    let status_port = view.status_port();
+    // The annotation asks a re-injection for the native form; one the
+    // user wrote stays theirs, one this mode wrote stays recorded.
+    let (annotation, annotate) = match native_annotation(view) {
+        None => (true, true),
+        Some(_) => (annotation_is_ours(view, t.record), false),
+    };
     let new_status = native_status(status, name);
-    let status_port = t.workload.status_port();
 
-    let (spec, mut sidecar) = take_item(t, "containers", index)?;
+    let mut sidecar = t.template.take_item("containers", index)?;
     let (added, restart_policy) = make_native(&mut sidecar, status_port)?;
-    let init = spec.array_entry("initContainers")?.items_mut()?;
-    init.insert(insert_at.min(init.len()), sidecar);
+    t.template
+        .insert_item("initContainers", insert_at, sidecar)?;
 
     let mut moved = Move {
         container: name.to_owned(),
@@ -197,24 +208,23 @@ fn move_injected_sidecar(
         added,
         restart_policy,
         status: None,
+        annotation,
     };
     let mut warnings = Vec::new();
     match new_status {
         Ok(None) => {}
         Ok(Some(new)) => {
-            annotations_mut(status_owner(t, at)?)?
-                .set(ANNOTATION_STATUS, Node::from_string(new))?;
+            t.template
+                .set_annotation_at(at, ANNOTATION_STATUS, Node::from_string(new))?;
             moved.status = Some(status.to_owned());
         }
         Err(why) => warnings.push(format!(
             "moved {name}, but {ANNOTATION_STATUS} was not updated: {why}"
         )),
     }
-    // A template this mode annotated, kube-injected since: the annotation
-    // asked for an injection that is done. The move record replaces its
-    // record, so it goes too, else no later mode could take it off.
-    if t.record == Some(&Applied::NativeAnnotation) {
-        undo_annotation(t)?;
+    if annotate {
+        t.template
+            .set_annotation(ANNOTATION_NATIVE_SIDECAR, Node::from_string("true"))?;
     }
     Ok(Outcome {
         warnings,
@@ -411,7 +421,7 @@ mod tests {
         json!({"failureThreshold": 600, handler: check, "periodSeconds": 1, "timeoutSeconds": 3})
     }
 
-    /// Istio's native form, from what the proxy says about itself (issue 10).
+    /// Istio's native form, from what the proxy says about itself.
     #[rstest]
     #[case::istio_default(
         json!({"name": "istio-proxy", "readinessProbe": {"httpGet": {"path": "/healthz/ready", "port": 15021}}}),
@@ -460,7 +470,7 @@ mod tests {
         assert_eq!(Value::Object(rest), sidecar);
     }
 
-    /// Regression (issue 4, fuzz/regressions/validate/duplicate-sidecar.json):
+    /// Regression (fuzz/regressions/validate/duplicate-sidecar.json):
     /// two containers named like the sidecar used to be moved one per run.
     #[test]
     fn duplicate_sidecar_names_are_left_alone() {

@@ -16,11 +16,10 @@
 //! the kubelet restarts the program in the same pod, which still needs its
 //! proxy; `always` otherwise.
 
-use super::{Outcome, RecordEdit, Target, Undone};
 use crate::json::{Node, ShapeError};
+use crate::modes::target::{Outcome, RecordEdit, Target, Undone};
 use crate::record::Applied;
 use crate::warning;
-use crate::workload::template_mut;
 
 /// The wrapper script (`sh -c` text). No `$(` and no `$$` in it, as
 /// Kubernetes would expand those.
@@ -37,34 +36,32 @@ pub const ON_SUCCESS: &str = "on-success";
 pub const PREFIX_LEN: usize = 6;
 
 pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
+    // A proxy already injected as a native sidecar is wrapped for all the
+    // same: Istio's injector renders a Pod that carries its status again,
+    // classic unless the Pod or the mesh asks for native, and then only
+    // the wrapper ends it.
     let sidecar = t.settings.sidecar_container_name.as_str();
-    // A proxy that already is a native sidecar ends with the pod by itself.
-    let native = t.workload.init_containers().iter().any(|c| {
-        c.name.as_deref() == Some(sidecar) && c.restart_policy.as_deref() == Some("Always")
-    });
-    if native {
-        return Ok(Outcome::unchanged());
-    }
-    let apps: Vec<(usize, &str)> = t
-        .workload
+    let view = t.template.view()?;
+    let apps: Vec<(usize, String)> = view
         .containers()
         .iter()
         .enumerate()
         .filter(|(_, c)| c.name.as_deref() != Some(sidecar))
-        .map(|(i, c)| (i, c.name.as_deref().unwrap_or_default()))
+        .map(|(i, c)| (i, c.name.as_deref().unwrap_or_default().to_owned()))
         .collect();
-    let (index, name) = match apps.as_slice() {
-        [] => {
-            return Ok(Outcome::unchanged_because(
-                "quitEndpoint: no application container to wrap",
-            ))
-        }
-        [one] => *one,
-        several => return several_apps(t, several),
-    };
-    let when = match t.workload.spec.restart_policy.as_deref() {
+    let when = match view.spec.restart_policy.as_deref() {
         Some("OnFailure") => ON_SUCCESS,
         _ => ALWAYS,
+    };
+    let (index, name) = match apps.as_slice() {
+        [] => {
+            return Ok(nothing_wrapped(
+                t,
+                "quitEndpoint: no application container to wrap".into(),
+            ))
+        }
+        [(index, name)] => (*index, name.as_str()),
+        several => return several_apps(t, several),
     };
     let prefix = [
         SHELL,
@@ -78,10 +75,8 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         container: name.to_owned(),
     };
 
-    let template = template_mut(t.kind, t.object)?;
-    let container = container_mut(template, index)?;
-    let Some(command) = read_command(container)? else {
-        return Ok(Outcome::unchanged_because(no_command(name)));
+    let Some(command) = read_command(t.template.item("containers", index)?)? else {
+        return Ok(nothing_wrapped(t, no_command(name)));
     };
     let original = match original_command(&command) {
         // Wrapped before, and up to date: only the record may be missing
@@ -105,16 +100,22 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         .map(|s| (*s).to_owned())
         .chain(original.iter().cloned())
         .collect();
-    container.set("command", Node::Value(string_array(&wrapped)))?;
+    t.template
+        .item("containers", index)?
+        .set("command", Node::Value(string_array(&wrapped)))?;
     Ok(Outcome::applied(applied))
 }
 
 /// Take the wrapper off `container`'s command, back to the original argv
-/// element for element. Refused when the command is not a wrapper of this
-/// policy any more (the user replaced it): that command is theirs.
+/// element for element. Nothing is left to take back when the container
+/// is gone or its command is no wrapper (its owner wrote it back, by hand
+/// or through an applier that owns `command`). Refused when the container
+/// is there more than once, or its wrapper holds no command: those are
+/// not what this mode left.
 pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
     let named: Vec<usize> = t
-        .workload
+        .template
+        .view()?
         .containers()
         .iter()
         .enumerate()
@@ -122,20 +123,32 @@ pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
         .filter(|(_, c)| c.name.as_deref().unwrap_or_default() == container)
         .map(|(i, _)| i)
         .collect();
-    let [index] = named[..] else {
-        return Ok(Undone::Refused("container not in the pod once".into()));
+    let index = match named[..] {
+        [index] => index,
+        [] => return Ok(Undone::Done { changed: false }),
+        _ => return Ok(Undone::Refused("container not in the pod once".into())),
     };
-    let template = template_mut(t.kind, t.object)?;
-    let node = container_mut(template, index)?;
+    let node = t.template.item("containers", index)?;
     let command = read_command(node)?;
     match command.as_deref().and_then(original_command) {
-        Some(original) if !original.is_empty() => {
+        Some([]) => Ok(Undone::Refused("the wrapper holds no command".into())),
+        Some(original) => {
             node.set("command", Node::Value(string_array(original)))?;
             Ok(Undone::Done { changed: true })
         }
-        _ => Ok(Undone::Refused(
-            "command is not the policy's wrapper".into(),
-        )),
+        None => Ok(Undone::Done { changed: false }),
+    }
+}
+
+/// Nothing to wrap, and the user is told why; a record of this mode then
+/// describes nothing and goes.
+fn nothing_wrapped(t: &Target, why: String) -> Outcome {
+    Outcome {
+        record: match t.record {
+            Some(_) => RecordEdit::Remove,
+            None => RecordEdit::Keep,
+        },
+        ..Outcome::unchanged_because(why)
     }
 }
 
@@ -152,15 +165,14 @@ fn string_array(strings: &[String]) -> serde_json::Value {
 /// Several application containers: the first to end would stop the proxy
 /// under the others, so none is wrapped, and a wrapper left from an earlier
 /// pass (a container added to a CronJob later) is taken off again.
-fn several_apps(t: &mut Target, apps: &[(usize, &str)]) -> Result<Outcome, ShapeError> {
+fn several_apps(t: &mut Target, apps: &[(usize, String)]) -> Result<Outcome, ShapeError> {
     let mut outcome = Outcome::unchanged_because(format!(
         "quitEndpoint wraps a single app container, this pod has {}: not wrapped; \
          consider nativeSidecar",
         apps.len()
     ));
-    let template = template_mut(t.kind, t.object)?;
     for &(index, _) in apps {
-        let container = container_mut(template, index)?;
+        let container = t.template.item("containers", index)?;
         let Some(command) = read_command(container)? else {
             continue;
         };
@@ -173,18 +185,6 @@ fn several_apps(t: &mut Target, apps: &[(usize, &str)]) -> Result<Outcome, Shape
         outcome.record = RecordEdit::Remove;
     }
     Ok(outcome)
-}
-
-fn container_mut<'n, 'a>(
-    template: &'n mut Node<'a>,
-    index: usize,
-) -> Result<&'n mut Node<'a>, ShapeError> {
-    template
-        .path_mut(&["spec", "containers"])?
-        .ok_or_else(|| ShapeError("pod template has no containers".into()))?
-        .items_mut()?
-        .get_mut(index)
-        .ok_or_else(|| ShapeError("containers changed under the view".into()))
 }
 
 /// The container's `command`; `None` when absent, null or empty (the
@@ -223,8 +223,8 @@ fn no_command(name: &str) -> String {
 mod tests {
     use super::*;
     use crate::settings::{Mode, Settings};
+    use crate::template::Template;
     use crate::view::{Kind, ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
-    use crate::workload::Workload;
     use rstest::rstest;
     use serde_json::{json, Value};
 
@@ -256,11 +256,9 @@ mod tests {
         let text = object.to_string();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
         let mut node = Node::raw(raw);
-        let workload = Workload::read(kind, &mut node).unwrap().unwrap();
-        let (changed, warnings) = crate::policy::undo_then_apply(
-            kind,
-            workload,
-            &mut node,
+        let mut template = Template::read(kind, &mut node).unwrap().unwrap();
+        let (changed, warnings) = crate::modes::change::undo_then_apply(
+            &mut template,
             settings,
             Some(Mode::QuitEndpoint),
         )
@@ -361,11 +359,20 @@ mod tests {
     }
 
     #[test]
-    fn native_sidecar_already_there_is_left_alone() {
+    fn an_app_beside_a_native_sidecar_is_wrapped_all_the_same() {
         let mut object = job(json!([app(json!(["run"]))]));
         object["spec"]["template"]["spec"]["initContainers"] =
             json!([{"name": "istio-init"}, {"name": "istio-proxy", "restartPolicy": "Always"}]);
-        assert_eq!(run(Kind::Job, &object), (Outcome::unchanged(), object));
+        let (outcome, out) = run(Kind::Job, &object);
+        assert_eq!(outcome, changed());
+        assert_eq!(
+            out["spec"]["template"]["spec"]["containers"][0]["command"],
+            wrapped_command(ALWAYS, &["run"])
+        );
+        assert_eq!(
+            out["spec"]["template"]["spec"]["initContainers"],
+            object["spec"]["template"]["spec"]["initContainers"]
+        );
     }
 
     #[test]
@@ -473,12 +480,10 @@ mod tests {
         let text = object.to_string();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
         let mut node = Node::raw(raw);
-        let workload = Workload::read(Kind::Job, &mut node).unwrap().unwrap();
+        let mut template = Template::read(Kind::Job, &mut node).unwrap().unwrap();
         let settings = Settings::default();
         let mut target = Target {
-            kind: Kind::Job,
-            workload: &workload,
-            object: &mut node,
+            template: &mut template,
             settings: &settings,
             record: None,
         };

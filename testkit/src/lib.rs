@@ -11,6 +11,18 @@
 //!   characters.
 //! - `check_fixed_point`: the policy's output, sent again, is not mutated.
 //! - `golden`: compare with, or (`UPDATE_GOLDEN=1`) rewrite, a golden file.
+//! - `names`: the annotation and label names, from the policy crate.
+//! - `journey`, `journeys`: a workload followed from CronJob to the Pod the
+//!   kubelet runs, through the controllers (`controllers`), the API server
+//!   (`kube`) and Istio's injector (`istio`), and the journeys every build
+//!   is held to.
+
+pub mod controllers;
+pub mod istio;
+pub mod journey;
+pub mod journeys;
+pub mod kube;
+pub mod names;
 
 use serde_json::{Map, Value};
 use std::path::Path;

@@ -1,0 +1,548 @@
+//! What operators have, read as a stream of objects: `kubectl get -o json`
+//! or `-o yaml` (a `List`), multi-document YAML (`helm template`, a GitOps
+//! folder), files, directories (recursively) and `-` for stdin.
+//!
+//! Memory stays bounded by one document: YAML is split into documents line
+//! by line (a `---` or `...` line at column 0 always ends a document, in any
+//! YAML), and a JSON `List` hands its `items` over one at a time while it is
+//! still being read. A YAML `List` is one document, so it is read whole.
+
+use std::fmt;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// Where an object, or a document that could not be read, came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file as given (or found in a directory), `-` for stdin.
+    pub source: String,
+    /// 1-based, among the documents of the source.
+    pub document: usize,
+    /// 0-based index in a `List`'s `items`.
+    pub item: Option<usize>,
+    /// 1-based line where the document (or, for an error, the problem) is.
+    pub line: Option<usize>,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: document {}", self.source, self.document)?;
+        if let Some(item) = self.item {
+            write!(f, ", item {item}")?;
+        }
+        if let Some(line) = self.line {
+            write!(f, ", line {line}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One thing read.
+#[derive(Debug)]
+pub enum Found {
+    Object(Value, Location),
+    /// A document (or a JSON source from there on) that does not parse.
+    Invalid(Location, String),
+}
+
+/// An input as named on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Stdin,
+    File(PathBuf),
+}
+
+impl Source {
+    pub fn name(&self) -> String {
+        match self {
+            Source::Stdin => "-".into(),
+            Source::File(path) => path.display().to_string(),
+        }
+    }
+
+    pub fn open(&self) -> io::Result<Box<dyn Read>> {
+        Ok(match self {
+            Source::Stdin => Box::new(io::stdin().lock()),
+            Source::File(path) => Box::new(std::fs::File::open(path)?),
+        })
+    }
+}
+
+/// The sources named by the arguments: `-`, files, and the `.yaml`, `.yml`
+/// and `.json` files below directories (in name order, hidden ones left out).
+pub fn sources(args: &[PathBuf]) -> io::Result<Vec<Source>> {
+    let mut out = Vec::new();
+    for arg in args {
+        if arg.as_os_str() == "-" {
+            out.push(Source::Stdin);
+        } else if arg.is_dir() {
+            walk(arg, &mut out)?;
+        } else if arg.exists() {
+            out.push(Source::File(arg.clone()));
+        } else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{}: no such file or directory", arg.display()),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<Source>) -> io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            walk(&path, out)?;
+        } else if path
+            .extension()
+            .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+        {
+            out.push(Source::File(path));
+        }
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Yaml,
+}
+
+/// The format of a stream, from its first byte that is not whitespace (`{`
+/// or `[`: JSON), and the stream whole again.
+pub fn sniff(mut reader: impl Read) -> io::Result<(Format, impl BufRead)> {
+    let mut prefix = Vec::new();
+    let mut byte = [0u8; 1];
+    let format = loop {
+        if reader.read(&mut byte)? == 0 {
+            break Format::Yaml;
+        }
+        prefix.push(byte[0]);
+        match byte[0] {
+            b' ' | b'\t' | b'\r' | b'\n' => continue,
+            // A UTF-8 byte order mark.
+            0xEF | 0xBB | 0xBF if prefix.len() <= 3 => continue,
+            b'{' | b'[' => break Format::Json,
+            _ => break Format::Yaml,
+        }
+    };
+    let whole = io::Cursor::new(prefix).chain(reader);
+    Ok((format, BufReader::with_capacity(1 << 16, whole)))
+}
+
+/// Every object of `source`, in order, to `sink`; a `List` gives its items.
+pub fn read_objects(source: &Source, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
+    let name = source.name();
+    let reader = source
+        .open()
+        .map_err(|e| io::Error::new(e.kind(), format!("{name}: {e}")))?;
+    read_stream(&name, reader, sink)
+}
+
+/// `read_objects` of an already open stream named `name`.
+pub fn read_stream(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
+    let (format, reader) = sniff(reader)?;
+    match format {
+        Format::Json => read_json(name, reader, sink),
+        Format::Yaml => {
+            for document in YamlDocuments::new(reader) {
+                let document = document?;
+                if document.index == 0 {
+                    continue;
+                }
+                let at = Location {
+                    source: name.to_owned(),
+                    document: document.index,
+                    item: None,
+                    line: Some(document.line),
+                };
+                match document.parse() {
+                    Ok(Value::Null) => {}
+                    Ok(value) => objects_of(value, at, sink),
+                    Err((line, why)) => sink(Found::Invalid(Location { line, ..at }, why)),
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The object, or each item of a `List`.
+fn objects_of(value: Value, at: Location, sink: &mut dyn FnMut(Found)) {
+    if is_list(&value) {
+        if let Value::Object(mut map) = value {
+            if let Some(Value::Array(items)) = map.remove("items") {
+                for (i, item) in items.into_iter().enumerate() {
+                    let at = Location {
+                        item: Some(i),
+                        ..at.clone()
+                    };
+                    sink(Found::Object(item, at));
+                }
+            }
+        }
+        return;
+    }
+    sink(Found::Object(value, at));
+}
+
+/// `kind: List` (or `FooList`) with an `items` array.
+pub fn is_list(value: &Value) -> bool {
+    value["kind"].as_str().is_some_and(|k| k.ends_with("List")) && value["items"].is_array()
+}
+
+/// A YAML document as written, bytes and all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawDocument {
+    /// 1-based; 0 for comments and blank lines that are no document (after
+    /// the last one, or before a first `---` they do not belong to).
+    pub index: usize,
+    /// 1-based line of its first line.
+    pub line: usize,
+    pub bytes: Vec<u8>,
+}
+
+impl RawDocument {
+    /// The document as JSON; an error gives the line it is on (absolute)
+    /// when the parser says.
+    pub fn parse(&self) -> Result<Value, (Option<usize>, String)> {
+        self.parse_as::<Value>()
+    }
+
+    /// The document in any serde type (`serde_yaml::Value` keeps key order).
+    pub fn parse_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, (Option<usize>, String)> {
+        let text = std::str::from_utf8(&self.bytes)
+            .map_err(|e| (Some(self.line), format!("not UTF-8: {e}")))?;
+        serde_yaml::from_str(text).map_err(|e| {
+            let line = e.location().map(|l| self.line + l.line() - 1);
+            // The position is given by the caller, in the file's lines.
+            let text = e.to_string();
+            let why = match text.find(" at line ") {
+                Some(i) => text[..i].to_owned(),
+                None => text,
+            };
+            (line.or(Some(self.line)), why)
+        })
+    }
+}
+
+/// A YAML stream cut into its documents, line by line.
+pub struct YamlDocuments<R> {
+    reader: R,
+    next_line: usize,
+    /// A `---` line read ahead: it starts the next document.
+    pending: Option<(Vec<u8>, usize)>,
+    documents: usize,
+}
+
+impl<R: BufRead> YamlDocuments<R> {
+    pub fn new(reader: R) -> Self {
+        YamlDocuments {
+            reader,
+            next_line: 1,
+            pending: None,
+            documents: 0,
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for YamlDocuments<R> {
+    type Item = io::Result<RawDocument>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut bytes = Vec::new();
+        let (mut marker, mut content) = (false, false);
+        let mut first_line = self.next_line;
+        if let Some((line, number)) = self.pending.take() {
+            bytes = line;
+            marker = true;
+            first_line = number;
+        }
+        loop {
+            let mut line = Vec::new();
+            match self.reader.read_until(b'\n', &mut line) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => return Some(Err(e)),
+            }
+            let number = self.next_line;
+            self.next_line += 1;
+            let bare = strip_bom(&line);
+            if is_marker(bare, b"---") {
+                if marker || content {
+                    self.pending = Some((line, number));
+                    break;
+                }
+                marker = true;
+            } else if is_marker(bare, b"...") {
+                bytes.extend_from_slice(&line);
+                break;
+            } else {
+                // A directive (`%YAML`) before the content is not content.
+                let directive = bare.starts_with(b"%") && !content;
+                content |= !(is_blank_or_comment(bare) || directive);
+            }
+            if bytes.is_empty() {
+                first_line = number;
+            }
+            bytes.extend_from_slice(&line);
+        }
+        if bytes.is_empty() {
+            return None;
+        }
+        let index = if marker || content {
+            self.documents += 1;
+            self.documents
+        } else {
+            0
+        };
+        Some(Ok(RawDocument {
+            index,
+            line: first_line,
+            bytes,
+        }))
+    }
+}
+
+fn strip_bom(line: &[u8]) -> &[u8] {
+    line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
+}
+
+/// `---` or `...` at column 0, alone or followed by a blank.
+fn is_marker(line: &[u8], marker: &[u8]) -> bool {
+    line.strip_prefix(marker)
+        .is_some_and(|rest| rest.is_empty() || matches!(rest[0], b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+fn is_blank_or_comment(line: &[u8]) -> bool {
+    let trimmed: &[u8] = match line
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    {
+        Some(i) => &line[i..],
+        None => return true,
+    };
+    trimmed.starts_with(b"#")
+}
+
+/// JSON values one after another; a `List`'s (or a top-level array's)
+/// items are handed over as they are read. A syntax error ends the source:
+/// JSON has no document boundary to start again from.
+fn read_json(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let mut document = 0;
+    loop {
+        if de.end().is_ok() {
+            return Ok(());
+        }
+        document += 1;
+        let at = Location {
+            source: name.to_owned(),
+            document,
+            item: None,
+            line: None,
+        };
+        let seed = Top {
+            at: at.clone(),
+            sink: &mut *sink,
+        };
+        if let Err(e) = seed.deserialize(&mut de) {
+            if e.is_io() {
+                return Err(io::Error::other(format!("{name}: {e}")));
+            }
+            let line = Some(e.line()).filter(|l| *l > 0);
+            let text = e.to_string();
+            let why = match text.find(" at line ") {
+                Some(i) => text[..i].to_owned(),
+                None => text,
+            };
+            sink(Found::Invalid(Location { line, ..at }, why));
+            return Ok(());
+        }
+    }
+}
+
+struct Top<'s> {
+    at: Location,
+    sink: &'s mut dyn FnMut(Found),
+}
+
+impl<'de> DeserializeSeed<'de> for Top<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Top<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object or array")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut members = Map::new();
+        let mut listed = false;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "items" {
+                let items = Items {
+                    at: self.at.clone(),
+                    sink: &mut *self.sink,
+                };
+                listed = map.next_value_seed(items)?;
+            } else {
+                let value = map.next_value::<Value>()?;
+                members.insert(key, value);
+            }
+        }
+        if !listed {
+            (self.sink)(Found::Object(Value::Object(members), self.at));
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        stream_items(seq, &self.at, self.sink)
+    }
+}
+
+/// The `items` of a `List`: handed over one by one. `null` is no items;
+/// anything else is read as an ordinary member would be... of an object
+/// that is then no list: such an object is not a Kubernetes kind.
+struct Items<'s> {
+    at: Location,
+    sink: &'s mut dyn FnMut(Found),
+}
+
+impl<'de> DeserializeSeed<'de> for Items<'_> {
+    /// Whether the items were an array (handed over).
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Items<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of objects")
+    }
+
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(true)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+        stream_items(seq, &self.at, self.sink).map(|()| true)
+    }
+}
+
+fn stream_items<'de, A: SeqAccess<'de>>(
+    mut seq: A,
+    at: &Location,
+    sink: &mut dyn FnMut(Found),
+) -> Result<(), A::Error> {
+    let mut i = 0;
+    while let Some(item) = seq.next_element::<Value>()? {
+        let at = Location {
+            item: Some(i),
+            ..at.clone()
+        };
+        sink(Found::Object(item, at));
+        i += 1;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn documents(text: &str) -> Vec<(usize, usize, String)> {
+        YamlDocuments::new(text.as_bytes())
+            .map(|d| {
+                let d = d.unwrap();
+                (d.index, d.line, String::from_utf8(d.bytes).unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn yaml_is_cut_at_markers_and_keeps_every_byte() {
+        let text = "# preamble\n---\n# Source: a\nkind: A\n---\n---\nkind: B\n...\n# trailer\n";
+        let docs = documents(text);
+        assert_eq!(
+            docs,
+            vec![
+                (1, 1, "# preamble\n---\n# Source: a\nkind: A\n".into()),
+                (2, 5, "---\n".into()),
+                (3, 6, "---\nkind: B\n...\n".into()),
+                (0, 9, "# trailer\n".into()),
+            ]
+        );
+        let joined: String = docs.into_iter().map(|d| d.2).collect();
+        assert_eq!(joined, text);
+    }
+
+    #[test]
+    fn a_marker_needs_column_zero_and_a_blank_after_it() {
+        let docs = documents("a: |\n  ---\n---x: 1\nb: 2\n");
+        assert_eq!(docs.len(), 1);
+    }
+
+    #[test]
+    fn a_json_list_hands_over_its_items_and_an_error_says_where() {
+        let text = r#"{"apiVersion":"v1","items":[{"kind":"Job"},{"kind":"Pod"}],"kind":"List"}
+            {"kind":"CronJob"} {"kind": oops}"#;
+        let mut found = Vec::new();
+        read_stream("in", text.as_bytes(), &mut |f| found.push(f)).unwrap();
+        let kinds: Vec<String> = found
+            .iter()
+            .map(|f| match f {
+                Found::Object(v, at) => format!("{} {}", v["kind"], at),
+                Found::Invalid(at, why) => format!("{at}: {why}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                "\"Job\" in: document 1, item 0",
+                "\"Pod\" in: document 1, item 1",
+                "\"CronJob\" in: document 2",
+                "in: document 3, line 2: expected value",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bad_yaml_document_is_reported_with_its_line_and_the_rest_is_read() {
+        let text = "kind: A\n---\nkind: [B\n---\nkind: C\n";
+        let mut found = Vec::new();
+        read_stream("in", text.as_bytes(), &mut |f| found.push(f)).unwrap();
+        assert_eq!(found.len(), 3);
+        match &found[1] {
+            Found::Invalid(at, _) => {
+                assert_eq!((at.document, at.line), (2, Some(4)), "{at}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(&found[2], Found::Object(v, _) if v["kind"] == "C"));
+    }
+}

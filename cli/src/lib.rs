@@ -1,0 +1,22 @@
+//! `kubectl istio-job-sidecar`: which workloads are stuck today because of
+//! the Istio sidecar, and what the policy would change in each Job, CronJob
+//! and Pod, answered by the policy crate itself (`policy::explain`,
+//! `validate_settings`) linked natively: the tool describes the policy's
+//! answers and never decides anything of its own.
+//!
+//! - `input`: manifests and cluster dumps, read as a stream of objects.
+//! - `config`: the settings, and which requests a policy manifest lets through.
+//! - `evaluate`: one admission request through the policy, Kubewarden's patch.
+//! - `stuck`: Pods whose work is done while the sidecar runs on.
+//! - `scan`, `report`: every object's requests, written as a table, JSON or Markdown.
+//! - `render`: manifests with the policy's edit applied (a Helm post-renderer).
+//! - `kubectl`: `kubectl get`, stopped when the cluster does not answer.
+
+pub mod config;
+pub mod evaluate;
+pub mod input;
+pub mod kubectl;
+pub mod render;
+pub mod report;
+pub mod scan;
+pub mod stuck;

@@ -1,0 +1,248 @@
+//! `scan`: every Job, CronJob and Pod read, each request of its life that
+//! the policy would see evaluated by the policy, and the Pods stuck now.
+//!
+//! Which requests: an object from a cluster (it has a `uid`, a
+//! `resourceVersion` or a `creationTimestamp`) is already stored, so what
+//! matters is what comes next: a Job's UPDATE (its template is immutable)
+//! and its next Pods (`pod_from_job`, then a Pod CREATE); a CronJob's next
+//! UPDATE and its next Jobs (`job_from_cronjob`, then a Job CREATE). A
+//! manifest is a CREATE (a CronJob's also an UPDATE). A Pod is a CREATE
+//! either way. Only the object's summary is kept, so memory grows with the
+//! number of objects, not their size.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use istio_job_sidecar_policy::view::Kind;
+use policy_testkit::controllers::{job_from_cronjob, pod_from_job};
+use serde_json::{Map, Value};
+
+use crate::config::{Config, Sent};
+use crate::evaluate::{evaluate, At, Evaluation, Want};
+use crate::input::{Found, Location};
+use crate::stuck::{stuck, Stuck};
+
+/// One Job, CronJob or Pod of the input.
+#[derive(Debug, Clone)]
+pub struct Scanned {
+    pub kind: Kind,
+    pub namespace: String,
+    pub name: String,
+    /// Read from a cluster rather than a manifest.
+    pub stored: bool,
+    pub at: Location,
+    /// Its controller (`ownerReferences` with `controller: true`).
+    pub owner: Option<(String, String)>,
+    /// A Job's `Complete` or `Failed` condition: it makes no more Pods.
+    pub finished: bool,
+    /// What the object's own rules and labels say (the namespace's part
+    /// is decided once every Namespace of the input is known).
+    pub sent: Vec<Sent>,
+    pub evaluations: Vec<Evaluation>,
+    pub stuck: Option<Stuck>,
+}
+
+/// Everything read.
+#[derive(Debug, Default)]
+pub struct Scan {
+    pub objects: Vec<Scanned>,
+    /// The labels of the Namespaces in the input.
+    pub namespaces: BTreeMap<String, Map<String, Value>>,
+    /// Objects of other kinds, by `kind` (`(no kind)` for documents that
+    /// are no Kubernetes object).
+    pub other_kinds: BTreeMap<String, usize>,
+    pub invalid: Vec<(Location, String)>,
+    pub sources: Vec<String>,
+}
+
+/// What a scan needs besides the settings.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Seconds since the epoch.
+    pub now: i64,
+    /// The namespace of objects that name none (`--namespace`, else `default`).
+    pub default_namespace: String,
+    pub progress: bool,
+    /// Keep each patch (for `-o json`).
+    pub keep_patches: bool,
+}
+
+pub struct Scanner<'c> {
+    config: &'c Config,
+    options: Options,
+    pub scan: Scan,
+    started: Instant,
+    last_progress: Option<Instant>,
+    read: usize,
+}
+
+impl<'c> Scanner<'c> {
+    pub fn new(config: &'c Config, options: Options) -> Self {
+        Scanner {
+            config,
+            options,
+            scan: Scan::default(),
+            started: Instant::now(),
+            last_progress: None,
+            read: 0,
+        }
+    }
+
+    pub fn take(&mut self, found: Found) {
+        match found {
+            Found::Invalid(at, why) => self.scan.invalid.push((at, why)),
+            Found::Object(object, at) => self.object(object, at),
+        }
+        self.read += 1;
+        if self.options.progress && self.read % 256 == 0 {
+            self.progress(false);
+        }
+    }
+
+    /// A line on stderr once the input takes more than a second, then at
+    /// most four times a second; `done` ends it.
+    pub fn progress(&mut self, done: bool) {
+        let now = Instant::now();
+        if now.duration_since(self.started).as_secs_f64() < 1.0 {
+            return;
+        }
+        if done {
+            if self.last_progress.is_some() {
+                eprintln!(
+                    "\rscan: {} objects read in {:.1} s          ",
+                    self.read,
+                    now.duration_since(self.started).as_secs_f64()
+                );
+            }
+            return;
+        }
+        if self
+            .last_progress
+            .is_some_and(|t| now.duration_since(t).as_millis() < 250)
+        {
+            return;
+        }
+        self.last_progress = Some(now);
+        eprint!("\rscan: {} objects read...", self.read);
+    }
+
+    fn object(&mut self, object: Value, at: Location) {
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let Some(kind_name) = object["kind"].as_str() else {
+            *self.scan.other_kinds.entry("(no kind)".into()).or_default() += 1;
+            return;
+        };
+        let metadata = &object["metadata"];
+        if group.is_empty() && kind_name == "Namespace" {
+            if let Some(name) = metadata["name"].as_str() {
+                let labels = metadata["labels"].as_object().cloned().unwrap_or_default();
+                self.scan.namespaces.insert(name.to_owned(), labels);
+            }
+            *self.scan.other_kinds.entry("Namespace".into()).or_default() += 1;
+            return;
+        }
+        let Some(kind) = Kind::from_group_kind(group, kind_name) else {
+            *self
+                .scan
+                .other_kinds
+                .entry(kind_name.to_owned())
+                .or_default() += 1;
+            return;
+        };
+        let namespace = metadata["namespace"]
+            .as_str()
+            .unwrap_or(&self.options.default_namespace)
+            .to_owned();
+        let name = match (metadata["name"].as_str(), metadata["generateName"].as_str()) {
+            (Some(name), _) => name.to_owned(),
+            (None, Some(prefix)) => format!("{prefix}*"),
+            (None, None) => "(no name)".to_owned(),
+        };
+        let stored = metadata["uid"].is_string()
+            || metadata["resourceVersion"].is_string()
+            || metadata["creationTimestamp"].is_string();
+        let owner = controller_of(&object);
+        let finished = kind == Kind::Job
+            && object["status"]["conditions"].as_array().is_some_and(|c| {
+                c.iter().any(|c| {
+                    matches!(c["type"].as_str(), Some("Complete" | "Failed"))
+                        && c["status"] == "True"
+                })
+            });
+        let mut scanned = Scanned {
+            kind,
+            namespace,
+            name,
+            stored,
+            at,
+            owner,
+            finished,
+            sent: Vec::new(),
+            evaluations: Vec::new(),
+            stuck: None,
+        };
+        let steps: &[At] = match (kind, stored) {
+            (Kind::Job, true) => &[At::Update, At::NextPods],
+            (Kind::Job, false) => &[At::Create],
+            (Kind::CronJob, true) => &[At::Update, At::NextJobs],
+            (Kind::CronJob, false) => &[At::Create, At::Update],
+            (Kind::Pod, _) => &[At::Create],
+        };
+        for step in steps {
+            let (evaluation, sent) = self.evaluate(*step, kind, &object, &scanned.namespace);
+            scanned.evaluations.push(evaluation);
+            scanned.sent.push(sent);
+        }
+        if kind == Kind::Pod {
+            let sidecar = &self.config.parsed.sidecar_container_name;
+            scanned.stuck = stuck(&object, sidecar, self.options.now);
+        }
+        self.scan.objects.push(scanned);
+    }
+
+    fn evaluate(&self, at: At, kind: Kind, object: &Value, namespace: &str) -> (Evaluation, Sent) {
+        let settings = &self.config.settings;
+        let (kind, object, operation) = match at {
+            At::Create => (kind, Cow::Borrowed(object), "CREATE"),
+            At::Update => (kind, Cow::Borrowed(object), "UPDATE"),
+            At::NextPods => (Kind::Pod, Cow::Owned(pod_from_job(object, 0)), "CREATE"),
+            At::NextJobs => {
+                let minute = self.options.now.div_euclid(60);
+                (
+                    Kind::Job,
+                    Cow::Owned(job_from_cronjob(object, minute)),
+                    "CREATE",
+                )
+            }
+        };
+        let (group, resource) = match kind {
+            Kind::Job => ("batch", "jobs"),
+            Kind::CronJob => ("batch", "cronjobs"),
+            Kind::Pod => ("", "pods"),
+        };
+        let sent = self
+            .config
+            .sent_for_object(resource, group, operation, &object, namespace);
+        let want = Want {
+            patch: self.options.keep_patches,
+            admitted: false,
+        };
+        let (evaluation, _) = evaluate(at, kind, &object, operation, namespace, settings, want);
+        (evaluation, sent)
+    }
+}
+
+fn controller_of(object: &Value) -> Option<(String, String)> {
+    object["metadata"]["ownerReferences"]
+        .as_array()?
+        .iter()
+        .find(|r| r["controller"] == true)
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap_or_default().to_owned(),
+                r["name"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+}

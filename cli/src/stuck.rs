@@ -1,0 +1,227 @@
+//! Pods stuck right now because of the sidecar, read from their status as
+//! the Kubernetes API reference describes it (`PodStatus`):
+//! `containerStatuses` has one `ContainerStatus` per regular container,
+//! `initContainerStatuses` one per init container (a native sidecar among
+//! them); each `state` holds exactly one of `waiting`, `running`
+//! (`startedAt`) or `terminated` (`exitCode`, `finishedAt`, `reason`).
+//!
+//! A Pod is stuck when it is still `Running` (or has no phase yet), every
+//! application container (every regular container but the sidecar) has
+//! terminated for good, and the sidecar still runs. With `restartPolicy:
+//! OnFailure` a container that failed is restarted by the kubelet, so it has
+//! terminated for good only with exit code 0.
+
+use serde_json::Value;
+
+/// A Pod whose work is done while its sidecar runs on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stuck {
+    /// Where the running sidecar is: `containers` (classic) or
+    /// `initContainers` (a native sidecar the kubelet should have stopped).
+    pub sidecar_in: &'static str,
+    /// The latest `finishedAt` of the application containers, as written.
+    pub finished_at: String,
+    /// Seconds from then to now (0 if the clock is behind).
+    pub seconds: i64,
+}
+
+/// Whether `pod` is stuck now (`now`: seconds since the epoch), with
+/// `sidecar` the container name the policy's settings give the proxy.
+pub fn stuck(pod: &Value, sidecar: &str, now: i64) -> Option<Stuck> {
+    let status = &pod["status"];
+    if pod["metadata"]["deletionTimestamp"].is_string() {
+        return None;
+    }
+    match status["phase"].as_str() {
+        None | Some("Running") => {}
+        Some(_) => return None,
+    }
+    let on_failure = pod["spec"]["restartPolicy"] == "OnFailure";
+    let statuses = |key: &str| {
+        status[key]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    };
+    let running = |list: &[Value]| {
+        list.iter()
+            .any(|s| s["name"] == sidecar && s["state"]["running"].is_object())
+    };
+    let sidecar_in = if running(statuses("containerStatuses")) {
+        "containers"
+    } else if running(statuses("initContainerStatuses")) {
+        "initContainers"
+    } else {
+        return None;
+    };
+    let apps: Vec<&str> = pod["spec"]["containers"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .filter(|name| *name != sidecar)
+        .collect();
+    if apps.is_empty() {
+        return None;
+    }
+    let mut latest: Option<(i64, String)> = None;
+    for app in apps {
+        let state = statuses("containerStatuses")
+            .iter()
+            .find(|s| s["name"] == app)
+            .map(|s| &s["state"]["terminated"])?;
+        if !state.is_object() || (on_failure && state["exitCode"] != 0) {
+            return None;
+        }
+        let text = state["finishedAt"].as_str().unwrap_or_default();
+        let at = parse_rfc3339(text).unwrap_or(now);
+        if latest.as_ref().is_none_or(|(t, _)| at > *t) {
+            latest = Some((at, text.to_owned()));
+        }
+    }
+    let (at, finished_at) = latest?;
+    Some(Stuck {
+        sidecar_in,
+        finished_at,
+        seconds: (now - at).max(0),
+    })
+}
+
+/// Seconds since the epoch of an RFC 3339 time (`2025-12-08T13:20:00Z`,
+/// fractions and offsets allowed), as Kubernetes writes `metav1.Time`.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<i64> { text.get(from..to)?.parse().ok() };
+    let (y, mo, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (h, mi, s) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    if b[13] != b':' || b[16] != b':' || !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let mut rest = &text[19..];
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        rest = &fraction[digits..];
+    }
+    let offset = match rest {
+        "Z" | "z" => 0,
+        _ if rest.len() == 6 && matches!(&rest[..1], "+" | "-") && &rest[3..4] == ":" => {
+            let minutes = rest[1..3].parse::<i64>().ok()? * 60 + rest[4..6].parse::<i64>().ok()?;
+            if &rest[..1] == "+" {
+                minutes * 60
+            } else {
+                -minutes * 60
+            }
+        }
+        _ => return None,
+    };
+    Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset)
+}
+
+/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// A time as RFC 3339 in UTC, to the second.
+pub fn format_rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rest = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        (rest % 3600) / 60,
+        rest % 60
+    )
+}
+
+/// A duration as people read it: `45s`, `12m`, `3h12m`, `4d2h`.
+pub fn human(seconds: i64) -> String {
+    let (d, h, m) = (
+        seconds / 86_400,
+        (seconds % 86_400) / 3600,
+        (seconds % 3600) / 60,
+    );
+    match (d, h, m) {
+        (0, 0, 0) => format!("{seconds}s"),
+        (0, 0, m) => format!("{m}m"),
+        (0, h, 0) => format!("{h}h"),
+        (0, h, m) => format!("{h}h{m}m"),
+        (d, 0, _) => format!("{d}d"),
+        (d, h, _) => format!("{d}d{h}h"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn times_read_and_write_back() {
+        let t = parse_rfc3339("2025-12-08T13:20:00Z").unwrap();
+        assert_eq!(t, 29_420_000 * 60);
+        assert_eq!(format_rfc3339(t), "2025-12-08T13:20:00Z");
+        assert_eq!(parse_rfc3339("2025-12-08T14:20:00.5+01:00"), Some(t));
+        assert_eq!(parse_rfc3339("yesterday"), None);
+        assert_eq!(human(3 * 3600 + 12 * 60 + 5), "3h12m");
+        assert_eq!(human(2 * 86_400 + 3600), "2d1h");
+        assert_eq!(human(59), "59s");
+    }
+
+    fn pod(phase: &str, app: Value, proxy_in: &str) -> Value {
+        let proxy = json!({"name": "istio-proxy", "state": {"running": {"startedAt": "2025-12-08T13:00:00Z"}}});
+        let app = json!({"name": "app", "state": app});
+        let (containers, inits) = match proxy_in {
+            "containers" => (json!([app, proxy]), json!([])),
+            _ => (json!([app]), json!([proxy])),
+        };
+        json!({"kind": "Pod", "spec": {"restartPolicy": "Never", "containers": [{"name": "app"}, {"name": "istio-proxy"}]},
+               "status": {"phase": phase, "containerStatuses": containers, "initContainerStatuses": inits}})
+    }
+
+    #[test]
+    fn a_pod_is_stuck_when_its_apps_ended_and_the_sidecar_runs() {
+        let done = json!({"terminated": {"exitCode": 0, "finishedAt": "2025-12-08T13:20:00Z"}});
+        let now = parse_rfc3339("2025-12-08T16:32:00Z").unwrap();
+        let stuck = stuck(
+            &pod("Running", done.clone(), "containers"),
+            "istio-proxy",
+            now,
+        )
+        .unwrap();
+        assert_eq!(
+            (stuck.sidecar_in, stuck.seconds),
+            ("containers", 3 * 3600 + 12 * 60)
+        );
+        assert!(super::stuck(
+            &pod("Succeeded", done.clone(), "containers"),
+            "istio-proxy",
+            now
+        )
+        .is_none());
+        let running = json!({"running": {"startedAt": "2025-12-08T13:20:00Z"}});
+        assert!(super::stuck(&pod("Running", running, "containers"), "istio-proxy", now).is_none());
+        let native =
+            super::stuck(&pod("Running", done, "initContainers"), "istio-proxy", now).unwrap();
+        assert_eq!(native.sidecar_in, "initContainers");
+    }
+}

@@ -1,0 +1,37 @@
+//! Every journey of `policy_testkit::journeys` through the built
+//! `policy.wasm` in the engine Kubewarden uses: each hop's request as
+//! policy-server sends it, the patch as policy-server computes it, judged
+//! as the native run is and compared with the same golden file,
+//! `test_data/journeys/<name>.json`.
+
+mod common;
+
+use common::built_module;
+use policy_runner::workspace_root;
+use policy_testkit::journey::{judge, travel, Validate};
+use policy_testkit::{golden, journeys};
+
+#[test]
+fn every_journey_through_the_module_as_natively() {
+    let policy = built_module();
+    let dir = workspace_root().join("test_data/journeys");
+    let mut failures = Vec::new();
+    for case in journeys::all() {
+        let mut admission = Validate(|payload: &[u8]| {
+            policy
+                .call("validate", payload)
+                .unwrap_or_else(|e| panic!("{}: the module failed: {e}", case.name))
+        });
+        let outcome = travel(&case, &mut admission).and_then(|trip| {
+            judge(&case, &trip, &mut admission)?;
+            golden(
+                &dir.join(format!("{}.json", case.name)),
+                &trip.to_golden(&case),
+            )
+        });
+        if let Err(e) = outcome {
+            failures.push(format!("{}: {e}", case.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

@@ -1,0 +1,585 @@
+//! A workload's journey, hop by hop, as a cluster makes it: the user
+//! creates (or updates) a CronJob, Job or Pod; the CronJob controller
+//! makes a Job, the Job controller a Pod (`controllers`); each is an
+//! admission request of its own, sent to the policy when its webhook
+//! selects the namespace, then stored (`kube`); Istio's injector mutates
+//! the Pod last (`istio`: its webhook sorts after Kubewarden's
+//! `clusterwide-*`). The Pod the kubelet would run is then judged: does it
+//! end when its app ends, in the mode the workload asked for, and did a
+//! workload that asked for nothing (disabled, injection off, a user's own
+//! choice) get nothing?
+//!
+//! The policy is anything that answers an AdmissionRequest with a JSON
+//! Patch (`Admission`): the policy crate called natively, `policy.wasm` in
+//! the engine, or `kwctl run`.
+
+use crate::controllers::{job_from_cronjob, pod_from_job};
+use crate::istio::{self, Mesh, Namespace};
+use crate::kube::{decode, normalize, store};
+use crate::names::{APPLIED, EXIT_KEY, OWNER_MODE, PROXY_CONFIG};
+use crate::{check_verdict, differences};
+use serde_json::{json, Map, Value};
+
+/// The namespace every journey's objects live in.
+pub const NAMESPACE: &str = "batch";
+/// `$0` of the quitEndpoint wrapper: how a wrapped command is told.
+pub const QUIT_NAME: &str = "istio-job-sidecar-quit";
+
+/// What answers admission requests for the policy's webhook.
+pub trait Admission {
+    /// The JSON Patch (a list of operations; `None`: no patch) and the
+    /// warnings for `request`, an AdmissionRequest, under `settings`.
+    fn admit(&mut self, request: &Value, settings: &Value) -> Result<Admitted, String>;
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Admitted {
+    pub patch: Option<Value>,
+    pub warnings: Vec<String>,
+}
+
+/// No policy at all: what the cluster does without it.
+pub struct NoPolicy;
+
+impl Admission for NoPolicy {
+    fn admit(&mut self, _: &Value, _: &Value) -> Result<Admitted, String> {
+        Ok(Admitted::default())
+    }
+}
+
+/// A `validate` function (the policy crate natively, or `policy.wasm`),
+/// answered as policy-server answers: the patch is the difference between
+/// the request's object and the returned one.
+pub struct Validate<F: FnMut(&[u8]) -> Vec<u8>>(pub F);
+
+impl<F: FnMut(&[u8]) -> Vec<u8>> Admission for Validate<F> {
+    fn admit(&mut self, request: &Value, settings: &Value) -> Result<Admitted, String> {
+        let payload = crate::payload(request, Some(settings), crate::Order::PolicyServer);
+        let answer = crate::check_answer(&(self.0)(&payload))?;
+        let patch = answer.mutated.map(|mutated| {
+            serde_json::to_value(json_patch::diff(&request["object"], &mutated)).unwrap_or_default()
+        });
+        Ok(Admitted {
+            patch: patch.filter(|p| p.as_array().is_some_and(|ops| !ops.is_empty())),
+            warnings: answer.warnings,
+        })
+    }
+}
+
+/// One journey: where the workload starts, what happens to it, and what
+/// each run of its controllers must give.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub name: &'static str,
+    /// What it shows, in a sentence.
+    pub about: &'static str,
+    /// The policy's settings at the start (`Step::Settings` changes them).
+    pub settings: Value,
+    pub namespace: Namespace,
+    pub mesh: Mesh,
+    /// Whether the policy's webhook is called in this namespace (its
+    /// `namespaceSelector`); Istio's is decided by `namespace`.
+    pub selected: bool,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// The user creates the workload (`kubectl create`, or a first apply).
+    Create(Value),
+    /// The workload was stored before the policy was installed.
+    Stored(Value),
+    /// The user changes the stored workload: an UPDATE.
+    Update(Edit),
+    /// The cluster's settings change.
+    Settings(Value),
+    /// The controllers make the next Pod (a CronJob's next Job first),
+    /// Istio injects it, and it must be as `Expect` says.
+    Run(Expect),
+}
+
+#[derive(Debug, Clone)]
+pub enum Edit {
+    /// `kubectl annotate` of the object's own metadata (`None` removes).
+    Annotate(&'static str, Option<&'static str>),
+    /// A server-side apply of this manifest by a field manager that owns
+    /// what it applies: each of its fields comes back as written, every
+    /// other stays as stored (a webhook's annotation, the policy's record).
+    Apply(Value),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// The Pod ends when its app ends, by this mode: `nativeSidecar` (the
+    /// proxy a native sidecar), `quitEndpoint` (the app's command the
+    /// wrapper, or the proxy native), `exitOnJobCompletion` (the key in
+    /// the proxy's config, for an Istio build that acts on it). Its record,
+    /// if any, names this mode, and no other mode's edit is on it.
+    Ends(&'static str),
+    /// The Pod is as it would be without the policy (but for the owner's
+    /// mode carried down): the workload is disabled, Istio does not inject
+    /// it, or its owner chose so (a `sidecar.istio.io/nativeSidecar:
+    /// "false"` stands).
+    AsWithoutPolicy,
+}
+
+/// One admission request and what came of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hop {
+    /// "CronJob CREATE", "Job CREATE (CronJob controller)", ...
+    pub what: String,
+    pub operation: String,
+    /// The policy's settings at this hop.
+    pub settings: Value,
+    /// Whether the policy's webhook was called.
+    pub sent: bool,
+    pub patch: Option<Value>,
+    pub warnings: Vec<String>,
+    /// The object with the policy's patch applied.
+    pub admitted: Value,
+    /// The object as stored (for a Pod: after Istio's injector).
+    pub stored: Value,
+}
+
+/// A journey made: its hops, and the Pod of every `Run`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trip {
+    pub hops: Vec<Hop>,
+    pub pods: Vec<Value>,
+}
+
+impl Trip {
+    /// The golden-file form: each hop's request, patch and warnings, and
+    /// each Pod whole.
+    pub fn to_golden(&self, case: &Case) -> Value {
+        let hops: Vec<Value> = self
+            .hops
+            .iter()
+            .map(|h| {
+                json!({
+                    "what": h.what,
+                    "sent": h.sent,
+                    "patch": h.patch,
+                    "warnings": h.warnings,
+                })
+            })
+            .collect();
+        json!({"about": case.about, "hops": hops, "pods": self.pods})
+    }
+}
+
+/// The journey of `case` with `policy` answering for the policy's webhook.
+pub fn travel(case: &Case, policy: &mut dyn Admission) -> Result<Trip, String> {
+    let mut trip = Trip {
+        hops: Vec::new(),
+        pods: Vec::new(),
+    };
+    let mut settings = case.settings.clone();
+    let mut top: Option<Value> = None;
+    // Minutes since the epoch of the next scheduled run (2025-12-08 13:20).
+    let mut minute = 29_420_000;
+    let mut uids = 0;
+    let mut next_uid = || {
+        uids += 1;
+        format!("00000000-0000-4000-8000-{uids:012}")
+    };
+    for step in &case.steps {
+        match step {
+            Step::Create(object) => {
+                let object = decode(&in_namespace(object));
+                let kind = kind_of(&object);
+                let what = format!("{kind} CREATE");
+                let mut hop = admit(case, policy, &settings, &what, &object, None)?;
+                let uid = next_uid();
+                hop.stored = store(&with_uid(&hop.stored, &uid), &uid);
+                if kind == "Pod" {
+                    hop.stored = store(&istio_hop(case, &hop.stored)?, &uid);
+                }
+                top = Some(hop.stored.clone());
+                trip.hops.push(hop);
+            }
+            Step::Stored(object) => {
+                let uid = next_uid();
+                let object = decode(&in_namespace(object));
+                top = Some(store(&with_uid(&object, &uid), &uid));
+            }
+            Step::Update(edit) => {
+                let old = top.take().ok_or("an update before the workload exists")?;
+                let object = decode(&edit.apply(&old));
+                let kind = kind_of(&object);
+                let what = format!("{kind} UPDATE");
+                let hop = admit(case, policy, &settings, &what, &object, Some(&old))?;
+                if kind == "Job" && hop.patch.is_some() {
+                    return Err("a Job UPDATE was patched: its template is immutable".into());
+                }
+                top = Some(store(&hop.stored, ""));
+                trip.hops.push(hop);
+            }
+            Step::Settings(new) => settings = new.clone(),
+            Step::Run(_) => {
+                let top = top.as_ref().ok_or("a run before the workload exists")?;
+                let pod = match kind_of(top).as_str() {
+                    "Pod" => top.clone(),
+                    "Job" => pod_hop(case, policy, &settings, top, &mut trip)?,
+                    "CronJob" => {
+                        let job = decode(&job_from_cronjob(top, minute));
+                        minute += 60;
+                        let what = "Job CREATE (CronJob controller)";
+                        let mut hop = admit(case, policy, &settings, what, &job, None)?;
+                        let uid = next_uid();
+                        hop.stored = store(&with_uid(&hop.stored, &uid), &uid);
+                        let job = hop.stored.clone();
+                        trip.hops.push(hop);
+                        pod_hop(case, policy, &settings, &job, &mut trip)?
+                    }
+                    other => return Err(format!("no controller runs a {other}")),
+                };
+                trip.pods.push(pod);
+            }
+        }
+    }
+    Ok(trip)
+}
+
+/// What each `Run` of `case` must give, checked on a trip made with the
+/// policy: a Pod the API server accepts, that ends by the mode asked for
+/// (`Ends`) or is as the same journey makes it without the policy
+/// (`AsWithoutPolicy`); every warning fits; every object the policy
+/// patched, sent again as the policy left it, is not patched again (a
+/// second journey from the stored objects changes nothing).
+pub fn judge(case: &Case, trip: &Trip, policy: &mut dyn Admission) -> Result<(), String> {
+    let without = travel(case, &mut NoPolicy)?;
+    let expects = case.steps.iter().filter_map(|s| match s {
+        Step::Run(expect) => Some(*expect),
+        _ => None,
+    });
+    for (i, expect) in expects.enumerate() {
+        let run = |e: String| format!("run {}: {e}", i + 1);
+        check_pod(&trip.pods[i]).map_err(run)?;
+        if let Expect::Ends(mode) = expect {
+            check_ends(&trip.pods[i], mode).map_err(run)?;
+        }
+        if expect == Expect::AsWithoutPolicy {
+            let got = as_without_policy(&trip.pods[i]);
+            let want = as_without_policy(&without.pods[i]);
+            if got != want {
+                return Err(format!(
+                    "run {}: the Pod is not as without the policy:\n{}",
+                    i + 1,
+                    differences(&want, &got)
+                ));
+            }
+        }
+    }
+    for hop in &trip.hops {
+        check_verdict(true, &hop.warnings).map_err(|e| format!("{}: {e}", hop.what))?;
+    }
+    for hop in trip.hops.iter().filter(|h| h.sent && h.patch.is_some()) {
+        let old = (hop.operation == "UPDATE").then_some(&hop.admitted);
+        let request = admission_request(&hop.operation, &hop.admitted, old);
+        if let Some(patch) = policy.admit(&request, &hop.settings)?.patch {
+            return Err(format!(
+                "{}: the policy's result sent again is patched again: {patch}",
+                hop.what
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn admit(
+    case: &Case,
+    policy: &mut dyn Admission,
+    settings: &Value,
+    what: &str,
+    object: &Value,
+    old: Option<&Value>,
+) -> Result<Hop, String> {
+    let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
+    let mut hop = Hop {
+        what: what.to_owned(),
+        operation: operation.to_owned(),
+        settings: settings.clone(),
+        sent: case.selected,
+        patch: None,
+        warnings: Vec::new(),
+        admitted: object.clone(),
+        stored: object.clone(),
+    };
+    if case.selected {
+        let request = admission_request(operation, object, old);
+        let admitted = policy
+            .admit(&request, settings)
+            .map_err(|e| format!("{what}: {e}"))?;
+        if let Some(patch) = &admitted.patch {
+            hop.admitted = apply_patch(object, patch).map_err(|e| format!("{what}: {e}"))?;
+            hop.stored = hop.admitted.clone();
+        }
+        hop.patch = admitted.patch;
+        hop.warnings = admitted.warnings;
+    }
+    Ok(hop)
+}
+
+/// The Job controller's next Pod of `job`, admitted, injected by Istio
+/// and stored.
+fn pod_hop(
+    case: &Case,
+    policy: &mut dyn Admission,
+    settings: &Value,
+    job: &Value,
+    trip: &mut Trip,
+) -> Result<Value, String> {
+    let pod = decode(&pod_from_job(job, 0));
+    let what = "Pod CREATE (Job controller)";
+    let mut hop = admit(case, policy, settings, what, &pod, None)?;
+    hop.stored = store(&istio_hop(case, &hop.stored)?, "");
+    let pod = hop.stored.clone();
+    trip.hops.push(hop);
+    Ok(pod)
+}
+
+fn istio_hop(case: &Case, pod: &Value) -> Result<Value, String> {
+    istio::inject(pod, case.namespace, case.mesh).map_err(|e| format!("Istio's injector: {e}"))
+}
+
+/// The AdmissionRequest the API server sends (`admission/v1`), members in
+/// its order.
+pub fn admission_request(operation: &str, object: &Value, old: Option<&Value>) -> Value {
+    let kind = kind_of(object);
+    let (group, version, resource) = match kind.as_str() {
+        "Job" => ("batch", "v1", "jobs"),
+        "CronJob" => ("batch", "v1", "cronjobs"),
+        "Pod" => ("", "v1", "pods"),
+        _ => ("", "v1", ""),
+    };
+    let gvk = json!({"group": group, "version": version, "kind": kind});
+    let gvr = json!({"group": group, "version": version, "resource": resource});
+    let by_controller = object["metadata"]["ownerReferences"].is_array();
+    let username = match kind.as_str() {
+        "Pod" if by_controller => "system:serviceaccount:kube-system:job-controller",
+        "Job" if by_controller => "system:serviceaccount:kube-system:cronjob-controller",
+        _ => "kubernetes-admin",
+    };
+    let options = if operation == "CREATE" {
+        "CreateOptions"
+    } else {
+        "UpdateOptions"
+    };
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let mut request = Map::new();
+    request.insert("uid".into(), json!("705ab4f5-6393-11e8-b7cc-42010a800002"));
+    request.insert("kind".into(), gvk.clone());
+    request.insert("resource".into(), gvr.clone());
+    request.insert("requestKind".into(), gvk);
+    request.insert("requestResource".into(), gvr);
+    request.insert("name".into(), name.into());
+    request.insert("namespace".into(), NAMESPACE.into());
+    request.insert("operation".into(), operation.into());
+    request.insert(
+        "userInfo".into(),
+        json!({"username": username, "groups": ["system:authenticated"]}),
+    );
+    request.insert("object".into(), object.clone());
+    if let Some(old) = old {
+        request.insert("oldObject".into(), old.clone());
+    }
+    request.insert("dryRun".into(), json!(false));
+    request.insert(
+        "options".into(),
+        json!({"kind": options, "apiVersion": "meta.k8s.io/v1"}),
+    );
+    Value::Object(request)
+}
+
+pub fn apply_patch(object: &Value, patch: &Value) -> Result<Value, String> {
+    let patch: json_patch::Patch =
+        serde_json::from_value(patch.clone()).map_err(|e| format!("not a JSON Patch: {e}"))?;
+    let mut out = object.clone();
+    json_patch::patch(&mut out, &patch).map_err(|e| format!("the patch does not apply: {e}"))?;
+    Ok(out)
+}
+
+impl Edit {
+    /// The object the user sends: `stored` edited.
+    pub fn apply(&self, stored: &Value) -> Value {
+        let mut object = stored.clone();
+        match self {
+            Edit::Annotate(key, value) => {
+                if let Some(metadata) = object["metadata"].as_object_mut() {
+                    let annotations = metadata.entry("annotations").or_insert_with(|| json!({}));
+                    if let Some(annotations) = annotations.as_object_mut() {
+                        match value {
+                            Some(v) => {
+                                annotations.insert((*key).to_owned(), Value::from(*v));
+                            }
+                            None => {
+                                annotations.remove(*key);
+                            }
+                        }
+                    }
+                }
+            }
+            Edit::Apply(manifest) => {
+                server_side_apply(&mut object, &decode(&in_namespace(manifest)));
+            }
+        }
+        object
+    }
+}
+
+/// A server-side apply of `applied` onto `stored`, for a field manager
+/// that owns exactly what it applies: maps merge member by member, lists
+/// of named items (containers, env, volumes: `listType=map` keyed by
+/// name) merge by name, every other value (`command`, `args`: atomic) is
+/// replaced whole.
+fn server_side_apply(stored: &mut Value, applied: &Value) {
+    match (stored, applied) {
+        (Value::Object(stored), Value::Object(applied)) => {
+            for (key, value) in applied {
+                match stored.get_mut(key) {
+                    Some(existing) => server_side_apply(existing, value),
+                    None => {
+                        stored.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+        }
+        (Value::Array(stored), Value::Array(applied))
+            if named_items(applied) && named_items(stored) =>
+        {
+            for item in applied {
+                match stored.iter_mut().find(|s| s["name"] == item["name"]) {
+                    Some(existing) => server_side_apply(existing, item),
+                    None => stored.push(item.clone()),
+                }
+            }
+        }
+        (stored, applied) => *stored = applied.clone(),
+    }
+}
+
+fn named_items(items: &[Value]) -> bool {
+    !items.is_empty() && items.iter().all(|i| i["name"].is_string())
+}
+
+fn in_namespace(object: &Value) -> Value {
+    let mut object = object.clone();
+    if let Some(metadata) = object["metadata"].as_object_mut() {
+        metadata.insert("namespace".into(), NAMESPACE.into());
+    }
+    object
+}
+
+fn with_uid(object: &Value, uid: &str) -> Value {
+    let mut object = object.clone();
+    if let Some(metadata) = object["metadata"].as_object_mut() {
+        metadata.entry("uid").or_insert_with(|| uid.into());
+    }
+    object
+}
+
+fn kind_of(object: &Value) -> String {
+    object["kind"].as_str().unwrap_or_default().to_owned()
+}
+
+fn list<'v>(pod: &'v Value, key: &str) -> &'v [Value] {
+    pod["spec"][key].as_array().map_or(&[], Vec::as_slice)
+}
+
+/// What the API server checks of a Pod that matters here
+/// (`pkg/apis/core/validation`): container names unique across init and
+/// regular containers; an init container's `restartPolicy`, if any, is
+/// `Always` (a native sidecar); only native sidecars may have probes or
+/// lifecycle hooks among the init containers.
+pub fn check_pod(pod: &Value) -> Result<(), String> {
+    let mut names = Vec::new();
+    for key in ["initContainers", "containers"] {
+        for c in list(pod, key) {
+            let name = c["name"].as_str().unwrap_or_default();
+            if names.contains(&name) {
+                return Err(format!("the Pod is rejected: two containers named {name}"));
+            }
+            names.push(name);
+            if key != "initContainers" {
+                continue;
+            }
+            match c["restartPolicy"].as_str() {
+                None => {
+                    let fields = [
+                        "readinessProbe",
+                        "livenessProbe",
+                        "startupProbe",
+                        "lifecycle",
+                    ];
+                    if let Some(field) = fields.iter().find(|f| !c[**f].is_null()) {
+                        return Err(format!(
+                            "the Pod is rejected: init container {name} has {field}"
+                        ));
+                    }
+                }
+                Some("Always") => {}
+                Some(other) => {
+                    return Err(format!(
+                        "the Pod is rejected: init container {name} has restartPolicy {other}"
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The Pod ends when its app ends, by `mode`.
+pub fn check_ends(pod: &Value, mode: &str) -> Result<(), String> {
+    let containers = list(pod, "containers");
+    let apps: Vec<&Value> = containers
+        .iter()
+        .filter(|c| c["name"] != istio::PROXY)
+        .collect();
+    let wrapped = |c: &Value| c["command"][0] == "/bin/sh" && c["command"][3] == QUIT_NAME;
+    if let Some(record) = pod["metadata"]["annotations"][APPLIED].as_str() {
+        let recorded: Value = serde_json::from_str(record).unwrap_or_default();
+        if recorded["mode"] != mode {
+            return Err(format!("the Pod's record names another mode: {record}"));
+        }
+    }
+    if mode != "quitEndpoint" && apps.iter().any(|c| wrapped(c)) {
+        return Err(format!("{mode}: the app is still wrapped by quitEndpoint"));
+    }
+    let native = list(pod, "initContainers")
+        .iter()
+        .find(|c| c["name"] == istio::PROXY);
+    if native.is_some_and(|proxy| proxy["restartPolicy"] != "Always") {
+        return Err("istio-proxy is a plain init container: the Pod never starts".into());
+    }
+    if !containers.iter().any(|c| c["name"] == istio::PROXY) {
+        // No proxy, or a native one: the Pod ends with its app.
+        return Ok(());
+    }
+    match mode {
+        "quitEndpoint" if apps.len() == 1 && wrapped(apps[0]) => Ok(()),
+        "exitOnJobCompletion" if exit_on_completion(pod) => Ok(()),
+        _ => Err(format!(
+            "{mode}: istio-proxy is a regular container and nothing stops it: the Pod hangs"
+        )),
+    }
+}
+
+/// The Pod's proxy config carries `exitOnJobCompletion: true`.
+fn exit_on_completion(pod: &Value) -> bool {
+    pod["metadata"]["annotations"][PROXY_CONFIG]
+        .as_str()
+        .and_then(|text| serde_yaml::from_str::<serde_yaml::Value>(text).ok())
+        .is_some_and(|config| config[EXIT_KEY] == serde_yaml::Value::Bool(true))
+}
+
+/// A Pod compared with one made without the policy: the owner's mode the
+/// policy carries down is no edit of a mode.
+fn as_without_policy(pod: &Value) -> Value {
+    let mut pod = pod.clone();
+    if let Some(annotations) = pod["metadata"]["annotations"].as_object_mut() {
+        annotations.remove(OWNER_MODE);
+    }
+    normalize(&pod)
+}

@@ -1,0 +1,276 @@
+//! The journeys every policy build is held to (natively, through
+//! `policy.wasm`, through `kwctl`): every mode, kind and mode change the
+//! README describes, and the ways a workload's word used to be lost on the
+//! way from CronJob to Pod. Each one's hops and Pods are compared whole
+//! with `test_data/journeys/<name>.json`.
+//!
+//! The workloads are `kubectl create ... --dry-run=client -o yaml` output
+//! and Istio's own `istioctl kube-inject` output (`test_data/journeys/workloads/`,
+//! `test_data/fixtures/`).
+
+use crate::istio::{Mesh, Namespace};
+use crate::journey::{Case, Edit, Expect, Step};
+use crate::names::{self, MODE};
+use serde_json::{json, Value};
+
+const JOB: &str = include_str!("../../test_data/journeys/workloads/job.yaml");
+const CRONJOB: &str = include_str!("../../test_data/journeys/workloads/cronjob.yaml");
+const POD: &str = include_str!("../../test_data/journeys/workloads/pod.yaml");
+const INJECTED_JOB: &str =
+    include_str!("../../test_data/fixtures/istio-job-kube-injected-classic.yaml");
+const INJECTED_NATIVE_JOB: &str =
+    include_str!("../../test_data/fixtures/istio-job-kube-injected-native.yaml");
+const INJECTED_CRONJOB: &str =
+    include_str!("../../test_data/fixtures/istio-cronjob-old-version.yaml.injected");
+
+fn yaml(text: &str) -> Value {
+    let doc = text.split("\n---").next().unwrap_or_default();
+    serde_yaml::from_str(doc).expect("a journey's workload is YAML")
+}
+
+fn job() -> Value {
+    yaml(JOB)
+}
+
+fn cronjob() -> Value {
+    yaml(CRONJOB)
+}
+
+fn pod() -> Value {
+    yaml(POD)
+}
+
+/// Istio's kube-injected Job (classic: the proxy in `containers`).
+fn injected_job() -> Value {
+    yaml(INJECTED_JOB)
+}
+
+/// Istio's kube-injected CronJob (classic), its app's argv as its
+/// `command` so that quitEndpoint can wrap it.
+fn injected_cronjob() -> Value {
+    let mut cronjob = yaml(INJECTED_CRONJOB);
+    let app = &mut cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
+    app["command"] = app["args"].take();
+    cronjob
+}
+
+/// The pod template of a Job or CronJob (a Pod is its own).
+fn template(object: &mut Value) -> &mut Value {
+    match object["kind"].as_str() {
+        Some("Job") => &mut object["spec"]["template"],
+        Some("CronJob") => &mut object["spec"]["jobTemplate"]["spec"]["template"],
+        _ => object,
+    }
+}
+
+fn with_meta(mut object: Value, on: &str, map: &str, key: &str, value: &str) -> Value {
+    let owner = match on {
+        "template" => template(&mut object),
+        "jobTemplate" => &mut object["spec"]["jobTemplate"],
+        _ => &mut object,
+    };
+    if !owner["metadata"].is_object() {
+        owner["metadata"] = json!({});
+    }
+    if !owner["metadata"][map].is_object() {
+        owner["metadata"][map] = json!({});
+    }
+    owner["metadata"][map][key] = Value::from(value);
+    object
+}
+
+fn annotated(object: Value, on: &str, key: &str, value: &str) -> Value {
+    with_meta(object, on, "annotations", key, value)
+}
+
+fn labelled(object: Value, on: &str, key: &str, value: &str) -> Value {
+    with_meta(object, on, "labels", key, value)
+}
+
+fn mode(name: &str) -> Value {
+    json!({ "mode": name })
+}
+
+const NATIVE: &str = "nativeSidecar";
+const QUIT: &str = "quitEndpoint";
+const EXIT: &str = "exitOnJobCompletion";
+const OFF: Mesh = Mesh {
+    native_flag: false,
+    cni: false,
+};
+const ON: Mesh = Mesh {
+    native_flag: true,
+    cni: false,
+};
+
+fn case(name: &'static str, about: &'static str, settings: Value, steps: Vec<Step>) -> Case {
+    Case {
+        name,
+        about,
+        settings,
+        namespace: Namespace::Enabled,
+        mesh: OFF,
+        selected: true,
+        steps,
+    }
+}
+
+fn run(expect: Expect) -> Step {
+    Step::Run(expect)
+}
+
+use Expect::{AsWithoutPolicy as UNTOUCHED, Ends};
+
+/// Every journey, in the order the README tells them.
+pub fn all() -> Vec<Case> {
+    let mut cases = vec![
+        // Each mode, each kind.
+        case("cronjob-native", "a CronJob under nativeSidecar: its Jobs' Pods get a native proxy", mode(NATIVE),
+            vec![Step::Create(cronjob()), run(Ends(NATIVE)), run(Ends(NATIVE))]),
+        case("job-quit", "a Job under quitEndpoint: its Pods' app asks the proxy to quit", mode(QUIT),
+            vec![Step::Create(job()), run(Ends(QUIT))]),
+        case("job-exit", "a Job under exitOnJobCompletion: its Pods' proxy config carries the key", mode(EXIT),
+            vec![Step::Create(job()), run(Ends(EXIT))]),
+        case("pod-quit", "a run-to-completion Pod created directly, under quitEndpoint", mode(QUIT),
+            vec![Step::Create(pod()), run(Ends(QUIT))]),
+        case("pod-native", "a run-to-completion Pod created directly, under nativeSidecar", mode(NATIVE),
+            vec![Step::Create(pod()), run(Ends(NATIVE))]),
+        case("indexed-job-quit", "an Indexed Job: its Pods carry their index and are wrapped", mode(QUIT),
+            vec![Step::Create({ let mut j = job(); j["spec"]["completionMode"] = json!("Indexed"); j["spec"]["completions"] = json!(3); j }), run(Ends(QUIT))]),
+        // The mode a workload asks for on its own metadata reaches every hop.
+        case("job-metadata-disabled-under-quit", "a Job disabled on its own metadata: its Pods are not wrapped", mode(QUIT),
+            vec![Step::Create(annotated(job(), "object", MODE, "disabled")), run(UNTOUCHED)]),
+        case("cronjob-metadata-disabled-under-quit", "a CronJob disabled on its own metadata: none of its Jobs' Pods is wrapped", mode(QUIT),
+            vec![Step::Create(annotated(cronjob(), "object", MODE, "disabled")), run(UNTOUCHED), run(UNTOUCHED)]),
+        case("cronjob-jobtemplate-metadata-disabled", "a CronJob disabled on spec.jobTemplate.metadata (each Job's own)", mode(QUIT),
+            vec![Step::Create(annotated(cronjob(), "jobTemplate", MODE, "disabled")), run(UNTOUCHED)]),
+        case("job-metadata-quit-under-native", "a Job asking for quitEndpoint on its metadata under a nativeSidecar cluster stays wrapped at Pod CREATE", mode(NATIVE),
+            vec![Step::Create(annotated(job(), "object", MODE, QUIT)), run(Ends(QUIT))]),
+        case("cronjob-template-mode-wins", "the pod template's own mode wins over the CronJob's", mode(QUIT),
+            vec![Step::Create(annotated(annotated(cronjob(), "object", MODE, NATIVE), "template", MODE, EXIT)), run(Ends(EXIT))]),
+        case("cronjob-annotated-native-after-quit", "the README's example: a CronJob admitted under quitEndpoint, then `kubectl annotate ... mode=nativeSidecar`", mode(QUIT),
+            vec![Step::Create(cronjob()), run(Ends(QUIT)), Step::Update(Edit::Annotate(MODE, Some(NATIVE))), run(Ends(NATIVE))]),
+        case("cronjob-annotated-again-and-removed", "a CronJob annotated, annotated again with --overwrite, then the annotation removed: its Jobs follow each time", mode(NATIVE),
+            vec![Step::Create(cronjob()),
+                 Step::Update(Edit::Annotate(MODE, Some(QUIT))), run(Ends(QUIT)),
+                 Step::Update(Edit::Annotate(MODE, Some(EXIT))), run(Ends(EXIT)),
+                 Step::Update(Edit::Annotate(MODE, Some("disabled"))), run(UNTOUCHED),
+                 Step::Update(Edit::Annotate(MODE, None)), run(Ends(NATIVE))]),
+        case("cronjob-stored-before-policy-updated", "a CronJob disabled on its metadata, stored before the policy: its next update carries the mode down", mode(QUIT),
+            vec![Step::Stored(annotated(cronjob(), "object", MODE, "disabled")),
+                 Step::Update(Edit::Annotate("team", Some("reports"))), run(UNTOUCHED)]),
+        case("workload-override-off", "with workloadOverride false a Job's disabled is not honoured", json!({"mode": QUIT, "workloadOverride": false}),
+            vec![Step::Create(annotated(job(), "object", MODE, "disabled")), run(Ends(QUIT))]),
+        // Already injected by istioctl kube-inject.
+        case("kube-injected-cronjob-stored-before-policy", "a kube-injected CronJob stored before the policy: each Job is fixed at Job CREATE", mode(NATIVE),
+            vec![Step::Stored(injected_cronjob()), run(Ends(NATIVE)), run(Ends(NATIVE))]),
+        case("kube-injected-cronjob-stored-before-policy-quit", "the same under quitEndpoint", mode(QUIT),
+            vec![Step::Stored(injected_cronjob()), run(Ends(QUIT))]),
+        case("kube-injected-job-reinjected", "a kube-injected Job moved to native: Istio's re-injection, mesh flag off, keeps it native", mode(NATIVE),
+            vec![Step::Create(injected_job()), run(Ends(NATIVE))]),
+        case("kube-injected-native-job-reinjected", "a Job kube-injected natively, the mesh flag off: the annotation keeps Istio's re-injection native", mode(NATIVE),
+            vec![Step::Create(yaml(INJECTED_NATIVE_JOB)), run(Ends(NATIVE))]),
+        case("kube-injected-native-job-quit", "quitEndpoint beside a natively kube-injected proxy: Istio's re-injection renders it classic with the mesh flag off, the wrapper ends it", mode(QUIT),
+            vec![Step::Create(yaml(INJECTED_NATIVE_JOB)), run(Ends(QUIT))]),
+        case("kube-injected-cronjob-injection-off-quit", "an older kube-injected CronJob whose template says inject \"false\": its Pods carry the proxy but no status, and keep the wrapper", mode(QUIT),
+            vec![Step::Create(labelled(injected_cronjob(), "template", names::INJECT, "false")), run(Ends(QUIT))]),
+        case("kube-injected-job-native-false", "a kube-injected Job whose template says sidecar.istio.io/nativeSidecar: \"false\": the user's word stands", mode(NATIVE),
+            vec![Step::Create(annotated(injected_job(), "template", names::NATIVE, "false")), run(UNTOUCHED)]),
+        // Injection off, read as Istio reads it.
+        case("injection-label-false", "a template labelled sidecar.istio.io/inject: \"false\": never injected, never wrapped", mode(QUIT),
+            vec![Step::Create(labelled(job(), "template", names::INJECT, "false")), run(UNTOUCHED)]),
+        case("injection-annotation-false", "the legacy annotation \"false\" without the label", mode(QUIT),
+            vec![Step::Create(annotated(job(), "template", names::INJECT, "false")), run(UNTOUCHED)]),
+        case("injection-empty-label-beats-annotation", "an empty label wins over the annotation \"false\": Istio injects, so the app is wrapped", mode(QUIT),
+            vec![Step::Create(annotated(labelled(job(), "template", names::INJECT, ""), "template", names::INJECT, "false")), run(Ends(QUIT))]),
+        case("injection-label-capital-false", "the label \"False\" is no exact \"false\": Istio injects", mode(QUIT),
+            vec![Step::Create(labelled(job(), "template", names::INJECT, "False")), run(Ends(QUIT))]),
+        case("injection-annotation-no", "the annotation \"no\" is no exact \"false\": Istio injects", mode(QUIT),
+            vec![Step::Create(annotated(job(), "template", names::INJECT, "no")), run(Ends(QUIT))]),
+        case("host-network-job", "a hostNetwork Job: Istio never injects it, so it is never wrapped", mode(QUIT),
+            vec![Step::Create({ let mut j = job(); j["spec"]["template"]["spec"]["hostNetwork"] = json!(true); j }), run(UNTOUCHED)]),
+        // GitOps: a server-side apply after a change of mode.
+        case("gitops-reapply-after-quit-to-native", "a CronJob wrapped under quitEndpoint, the cluster moved to nativeSidecar, then re-applied by a tool that owns command", mode(QUIT),
+            vec![Step::Create(cronjob()), run(Ends(QUIT)), Step::Settings(mode(NATIVE)),
+                 Step::Update(Edit::Apply(cronjob())), run(Ends(NATIVE)),
+                 Step::Update(Edit::Apply(cronjob())), run(Ends(NATIVE))]),
+        case("gitops-reapply-same-mode", "a wrapped CronJob re-applied under the same mode is wrapped again", mode(QUIT),
+            vec![Step::Create(cronjob()), Step::Update(Edit::Apply(cronjob())), run(Ends(QUIT))]),
+        // Changes of mode.
+        case("cluster-quit-to-native", "the cluster moves from quitEndpoint to nativeSidecar: a CronJob's new Jobs follow before and after its next update", mode(QUIT),
+            vec![Step::Create(cronjob()), run(Ends(QUIT)), Step::Settings(mode(NATIVE)), run(Ends(NATIVE)),
+                 Step::Update(Edit::Annotate("team", Some("reports"))), run(Ends(NATIVE))]),
+        case("cluster-native-to-quit-kube-injected", "a kube-injected CronJob moved to native, then the cluster moves to quitEndpoint: the proxy goes back and the app is wrapped", mode(NATIVE),
+            vec![Step::Create(injected_cronjob()), run(Ends(NATIVE)), Step::Settings(mode(QUIT)),
+                 Step::Update(Edit::Annotate("team", Some("reports"))), run(Ends(QUIT))]),
+        case("disabled-after-quit", "a wrapped CronJob disabled later: its edit is taken back", mode(QUIT),
+            vec![Step::Create(cronjob()), run(Ends(QUIT)), Step::Update(Edit::Annotate(MODE, Some("disabled"))), run(UNTOUCHED)]),
+        case("job-before-mode-change", "a Job created under quitEndpoint keeps its template; its new Pods get nativeSidecar at Pod CREATE", mode(QUIT),
+            vec![Step::Create(job()), run(Ends(QUIT)), Step::Settings(mode(NATIVE)), run(Ends(NATIVE)),
+                 Step::Update(Edit::Annotate(MODE, Some("disabled"))), run(Ends(NATIVE))]),
+    ];
+    let mut flag_on = case(
+        "cronjob-native-flag-on",
+        "nativeSidecar where istiod injects natively anyway",
+        mode(NATIVE),
+        vec![Step::Create(cronjob()), run(Ends(NATIVE))],
+    );
+    flag_on.mesh = ON;
+    let mut cni = case(
+        "kube-injected-job-cni-flag-on",
+        "a kube-injected Job, mesh flag on, with the Istio CNI plugin",
+        mode(NATIVE),
+        vec![Step::Create(injected_job()), run(Ends(NATIVE))],
+    );
+    cni.mesh = Mesh {
+        native_flag: true,
+        cni: true,
+    };
+    let mut no_injector = case(
+        "kube-injected-cronjob-no-injector",
+        "a kube-injected CronJob stored before the policy, in a namespace without Istio's injector",
+        mode(NATIVE),
+        vec![Step::Stored(injected_cronjob()), run(Ends(NATIVE))],
+    );
+    no_injector.namespace = Namespace::Unlabelled;
+    let mut labelled_pods = case(
+        "injection-label-true-unlabelled-namespace",
+        "a Job whose template asks for injection in a namespace without the istio-injection label",
+        mode(QUIT),
+        vec![
+            Step::Create(labelled(job(), "template", names::INJECT, "true")),
+            run(Ends(QUIT)),
+        ],
+    );
+    labelled_pods.namespace = Namespace::Unlabelled;
+    let mut not_selected = case(
+        "quit-namespace-not-selected",
+        "quitEndpoint's namespaceSelector leaves out a namespace Istio never injects",
+        mode(QUIT),
+        vec![Step::Create(job()), run(UNTOUCHED)],
+    );
+    not_selected.namespace = Namespace::Unlabelled;
+    not_selected.selected = false;
+    let pod_always = case(
+        "pod-always-untouched",
+        "a Pod that runs forever is none of the policy's business",
+        mode(QUIT),
+        vec![
+            Step::Create({
+                let mut p = pod();
+                p["spec"]["restartPolicy"] = json!("Always");
+                p
+            }),
+            run(UNTOUCHED),
+        ],
+    );
+    cases.extend([
+        flag_on,
+        cni,
+        no_injector,
+        labelled_pods,
+        not_selected,
+        pod_always,
+    ]);
+    cases
+}

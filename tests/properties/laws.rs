@@ -1,0 +1,422 @@
+//! The laws a change of mode follows (README, "Changing modes"), over
+//! workloads as users write them: how each pass chooses its mode, the
+//! user's edits between passes, the workloads (`LawCase`) and the
+//! comparison the laws allow (`law_normal`).
+
+use crate::generators::*;
+use crate::names::*;
+use crate::oracle::*;
+use crate::{cases, config, object_of, pass};
+use policy_testkit::kube::normalize;
+use policy_testkit::Answer;
+use proptest::collection::vec;
+use proptest::prelude::*;
+use serde_json::{json, Map, Value};
+
+/// How a pass's mode is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chooser {
+    /// The cluster's `mode` setting (never `disabled`: no such setting).
+    Settings,
+    /// The workload's `istio-job-sidecar/mode` on the pod template.
+    TemplateAnnotation,
+    /// The workload's `istio-job-sidecar/mode` on the Job or CronJob itself
+    /// (on a Pod, its own metadata is its template's); the policy carries
+    /// it down to the template as `istio-job-sidecar/owner-mode`.
+    ObjectAnnotation,
+}
+
+/// A change a user makes to a field the policy never writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserEdit {
+    /// A new env var on the n-th container (by name, sorted; the proxy and
+    /// init containers included).
+    Env(usize),
+    /// A new image on the n-th container.
+    Image(usize),
+    /// A new label on the pod template.
+    Label,
+    /// A new unrelated annotation on the pod template.
+    Annotation,
+}
+
+/// A workload x for the laws: a Job or Pod CREATE, or a CronJob CREATE or
+/// UPDATE, the policy's follow-up passes sent as a CronJob UPDATE (or a
+/// Job or Pod CREATE) of the previous pass's object.
+///
+/// x is as a user writes it: the generators' records, owner's modes and
+/// unrecorded wrappers taken off (an edit of the policy without a record
+/// of it is the user's to the policy: it cannot be undone, and the laws do
+/// not hold for it), and every mode annotation (each pass writes its own). `recorded` x carry a record of their own: an earlier pass of the
+/// policy in some mode, or the legacy `quit-wrapped` annotation of an
+/// earlier version with its wrapper.
+#[derive(Debug, Clone)]
+pub struct LawCase {
+    pub kind: Kind,
+    pub operation: &'static str,
+    pub x: Value,
+    /// The settings; each pass sets or ignores `mode`.
+    pub settings: Map<String, Value>,
+    pub recorded: bool,
+    /// How the first pass chooses each mode (in `MODES` order), and the
+    /// second.
+    pub first: [Chooser; 4],
+    pub second: [Chooser; 4],
+    pub edit: UserEdit,
+}
+
+impl LawCase {
+    pub fn follow_up(&self) -> &'static str {
+        if self.kind == Kind::CronJob {
+            "UPDATE"
+        } else {
+            "CREATE"
+        }
+    }
+
+    /// `object` and the settings for a pass in `mode`, chosen by `chooser`:
+    /// any mode annotation taken off (the template's, a CronJob's
+    /// jobTemplate's, the object's own), then the setting or the annotation
+    /// set (the annotation is a field the policy never writes).
+    pub fn choose(&self, object: &Value, chooser: Chooser, mode: Option<Mode>) -> (Value, Value) {
+        let t = template_pointer(self.kind);
+        let mut o = object.clone();
+        for owner in [t, JOB_TEMPLATE, ""] {
+            remove_annotation(&mut o, owner, MODE);
+            // As kubectl would send it: no empty map where the annotation
+            // was, whichever pass took it off.
+            if let Some(Value::Object(meta)) = o.pointer_mut(&format!("{owner}/metadata")) {
+                if meta
+                    .get("annotations")
+                    .is_some_and(|a| a.is_null() || a.as_object().is_some_and(Map::is_empty))
+                {
+                    meta.remove("annotations");
+                }
+            }
+        }
+        let mut settings = self.settings.clone();
+        match (chooser, mode) {
+            (Chooser::Settings, Some(mode)) => {
+                settings.insert("mode".into(), json!(mode.name()));
+            }
+            (Chooser::ObjectAnnotation, _) if self.kind != Kind::Pod => {
+                settings.insert("workloadOverride".into(), json!(true));
+                set_annotation(&mut o, "", MODE, mode_name(mode));
+            }
+            _ => {
+                settings.insert("workloadOverride".into(), json!(true));
+                set_annotation(&mut o, t, MODE, mode_name(mode));
+            }
+        }
+        (o, Value::Object(settings))
+    }
+
+    /// A pass of the policy in `mode` over `object`.
+    pub fn pass(
+        &self,
+        operation: &str,
+        object: &Value,
+        chooser: Chooser,
+        mode: Option<Mode>,
+    ) -> (Value, Answer) {
+        let (o, settings) = self.choose(object, chooser, mode);
+        pass(self.kind, operation, &o, &settings)
+    }
+
+    /// The plan of a pass in `mode` over `object` (the oracle's): which
+    /// mode the workload then asks for.
+    pub fn plan(
+        &self,
+        operation: &str,
+        object: &Value,
+        chooser: Chooser,
+        mode: Option<Mode>,
+    ) -> Plan {
+        let (o, settings) = self.choose(object, chooser, mode);
+        plan_of(self.kind, operation, &o, &settings_of(&Some(settings)))
+    }
+
+    /// Whether the laws apply to the follow-up pass in mode B over `ax` (a
+    /// first pass's result): not where a Job's template carries its
+    /// owner's word (`istio-job-sidecar/owner-mode`, written by a first
+    /// pass chosen on the Job's own metadata) and B is said by the
+    /// settings. The policy cannot tell such a Job from one a CronJob made,
+    /// whose word it must keep (it is never removed on a Job): the owner's
+    /// word stands, and is still on the object (and asks for its own mode)
+    /// where B(x) has none. Anywhere else the oracle's plans over A(x) and
+    /// over x must agree: `Err` if not.
+    pub fn premise(&self, ax: &Value, b: usize) -> Result<bool, String> {
+        let carried = annotation(ax, template_pointer(self.kind), OWNER_MODE).is_some();
+        let read = !self.owner_mode_unread(b);
+        if self.kind == Kind::Job && self.second[b] == Chooser::Settings && carried && read {
+            return Ok(false);
+        }
+        let over_x = self.plan(self.operation, &self.x, self.second[b], MODES[b]);
+        let over_ax = self.plan(self.follow_up(), ax, self.second[b], MODES[b]);
+        if over_x == over_ax {
+            return Ok(true);
+        }
+        Err(format!(
+            "the oracle plans {over_ax:?} over A(x), {over_x:?} over x: only a Job's owner's mode may differ"
+        ))
+    }
+
+    /// Whether the pass in mode B reads no owner's mode: B is said by the
+    /// settings, and they do not honour the workload's word
+    /// (`workloadOverride: false`); the policy then leaves the owner's mode
+    /// as it is.
+    pub fn owner_mode_unread(&self, b: usize) -> bool {
+        self.second[b] == Chooser::Settings
+            && self.settings.get("workloadOverride") == Some(&json!(false))
+    }
+
+    /// `object`, a result of a pass in mode B, up to what the laws allow:
+    /// what Kubernetes drops (`policy_testkit::kube::normalize`), and an owner's mode
+    /// that is inert there, which the policy leaves as it is: on a template
+    /// that says its own mode (which wins over it), on a pod Istio will not
+    /// inject (no mode is applied to it, and the update that turns
+    /// injection on brings the owner's mode up to date), or where B's pass
+    /// reads none.
+    pub fn law_normal(&self, b: usize, object: &Value) -> Value {
+        let t = template_pointer(self.kind);
+        let mut o = object.clone();
+        let sidecar = settings_of(&Some(Value::Object(self.settings.clone()))).sidecar;
+        let injection_off = injection_off(self.kind, &o) && !proxy_there(self.kind, &o, &sidecar);
+        if annotation(&o, t, MODE).is_some() || injection_off || self.owner_mode_unread(b) {
+            remove_annotation(&mut o, t, OWNER_MODE);
+        }
+        normalize(&o)
+    }
+
+    /// A(x) for each mode A (`MODES` order): the first pass.
+    pub fn firsts(&self) -> Vec<Value> {
+        (0..MODES.len())
+            .map(|i| {
+                self.pass(self.operation, &self.x, self.first[i], MODES[i])
+                    .0
+            })
+            .collect()
+    }
+
+    /// B(x), or B(y) for y the result of a first pass (a follow-up).
+    pub fn second(&self, object: &Value, b: usize, follow_up: bool) -> Value {
+        let operation = if follow_up {
+            self.follow_up()
+        } else {
+            self.operation
+        };
+        self.pass(operation, object, self.second[b], MODES[b]).0
+    }
+
+    /// `object` with the user's edit made.
+    pub fn edited(&self, object: &Value) -> Value {
+        let t = template_pointer(self.kind);
+        let mut o = object.clone();
+        let mut names: Vec<String> = ["containers", "initContainers"]
+            .iter()
+            .flat_map(|l| containers(&self.x, t, l))
+            .filter_map(|c| c["name"].as_str().map(str::to_owned))
+            .collect();
+        names.sort();
+        match self.edit {
+            UserEdit::Env(n) | UserEdit::Image(n) => {
+                if names.is_empty() {
+                    return o;
+                }
+                let name = &names[n % names.len()];
+                let list = match container_mut(&mut o, t, "containers", name) {
+                    Some(_) => "containers",
+                    None => "initContainers",
+                };
+                let Some(c) = container_mut(&mut o, t, list, name) else {
+                    return o;
+                };
+                if let UserEdit::Env(_) = self.edit {
+                    let var = json!({"name": "EDITED_BY_USER", "value": "$(POD_NAME) 'x'"});
+                    match c["env"].as_array_mut() {
+                        Some(env) => env.push(var),
+                        None => c["env"] = json!([var]),
+                    }
+                } else {
+                    c["image"] = json!("registry.example/edited:2");
+                }
+            }
+            UserEdit::Label => {
+                let template = o.pointer_mut(t).unwrap();
+                if !template["metadata"].is_object() {
+                    template["metadata"] = json!({});
+                }
+                if !template["metadata"]["labels"].is_object() {
+                    template["metadata"]["labels"] = json!({});
+                }
+                template["metadata"]["labels"]["team.example.com/edited"] = json!("yes");
+            }
+            UserEdit::Annotation => set_annotation(&mut o, t, "team.example.com/owner", "batch"),
+        }
+        o
+    }
+}
+
+pub fn arb_chooser() -> BoxedStrategy<Chooser> {
+    prop_oneof![
+        Just(Chooser::Settings),
+        Just(Chooser::TemplateAnnotation),
+        Just(Chooser::ObjectAnnotation),
+    ]
+    .boxed()
+}
+
+/// The prefix of a wrapper of an earlier version (another script and URL).
+pub const OLD_WRAPPER: [&str; 6] = [
+    QUIT_SHELL[0],
+    QUIT_SHELL[1],
+    "# an older wrapper",
+    QUIT_NAME,
+    "http://localhost:15020/quitquitquit",
+    "always",
+];
+
+/// Workloads for the laws: `recorded` lets x carry a record (else x never
+/// does).
+pub fn arb_law_case(recorded: bool) -> BoxedStrategy<LawCase> {
+    (
+        arb_case_as_written(
+            vec![Kind::Job, Kind::CronJob, Kind::Pod],
+            prop_oneof![Just("CREATE"), Just("UPDATE")].boxed(),
+        ),
+        // x as written, after an earlier pass in a mode (nativeSidecar most:
+        // its move is the rarest edit), with a legacy wrapper.
+        prop_oneof![
+            3 => Just(None),
+            2 => Just(Some(0usize)),
+            1 => Just(Some(1)),
+            1 => Just(Some(2)),
+            2 => Just(Some(3)),
+        ],
+        vec(arb_chooser(), 8),
+        prop_oneof![
+            (0..8usize).prop_map(UserEdit::Env),
+            (0..8usize).prop_map(UserEdit::Image),
+            Just(UserEdit::Label),
+            Just(UserEdit::Annotation),
+        ],
+    )
+        .prop_map(move |(case, earlier, choosers, edit)| {
+            let kind = case.kind;
+            let t = template_pointer(kind);
+            let operation = match (kind, case.request["operation"].as_str()) {
+                (Kind::CronJob, Some("UPDATE")) => "UPDATE",
+                _ => "CREATE",
+            };
+            let settings = match &case.settings {
+                Some(Value::Object(m)) => m.clone(),
+                _ => Map::new(),
+            };
+            let sidecar = settings_of(&case.settings).sidecar;
+            let mut x = object_of(&case.request);
+            if kind == Kind::Pod
+                && !matches!(
+                    x["spec"]["restartPolicy"].as_str(),
+                    Some("Never" | "OnFailure")
+                )
+            {
+                x["spec"]["restartPolicy"] = json!("OnFailure");
+            }
+            for key in [APPLIED, QUIT_WRAPPED, MODE, OWNER_MODE] {
+                remove_annotation(&mut x, t, key);
+            }
+            remove_annotation(&mut x, JOB_TEMPLATE, MODE);
+            remove_annotation(&mut x, "", MODE);
+            if let Some(Value::Array(list)) = x.pointer_mut(&format!("{t}/spec/containers")) {
+                for c in list.iter_mut() {
+                    if let Some(original) = command_of(c)
+                        .as_deref()
+                        .and_then(wrapped_original)
+                        .map(<[String]>::to_vec)
+                    {
+                        c["command"] = json!(original);
+                    }
+                }
+            }
+            match earlier.filter(|_| recorded) {
+                Some(3) => {
+                    // What quitEndpoint wraps (and so an earlier version
+                    // did): the one app container, with a command, of a
+                    // pod whose proxy is not already a native sidecar.
+                    let apps: Vec<Value> = containers(&x, t, "containers")
+                        .into_iter()
+                        .filter(|c| c["name"] != json!(sidecar))
+                        .collect();
+                    let native = containers(&x, t, "initContainers")
+                        .iter()
+                        .any(|c| c["name"] == json!(sidecar) && c["restartPolicy"] == "Always");
+                    let app = match &apps[..] {
+                        [app] if !native && command_of(app).is_some() => Some(app.clone()),
+                        _ => None,
+                    };
+                    if let Some(app) = app {
+                        let name = app["name"].as_str().unwrap().to_owned();
+                        let mut command: Vec<String> =
+                            OLD_WRAPPER.iter().map(|s| s.to_string()).collect();
+                        command.extend(command_of(&app).unwrap());
+                        container_mut(&mut x, t, "containers", &name).unwrap()["command"] =
+                            json!(command);
+                        set_annotation(&mut x, t, QUIT_WRAPPED, &name);
+                    }
+                }
+                Some(mode) => {
+                    let settings = Some(Value::Object(settings.clone()));
+                    x = pre_pass(kind, &x, &settings, MODES[mode].unwrap());
+                }
+                None => {}
+            }
+            let recorded = record_of(&x, t) != Record::Absent;
+            // `disabled` has no setting: chosen by the annotation.
+            let chooser = |i: usize, c: Chooser| match c {
+                Chooser::Settings if MODES[i % 4].is_none() => Chooser::TemplateAnnotation,
+                c => c,
+            };
+            let first = std::array::from_fn(|i| chooser(i, choosers[i]));
+            let second = std::array::from_fn(|i| chooser(i, choosers[i + 4]));
+            LawCase {
+                kind,
+                operation,
+                x,
+                settings,
+                recorded,
+                first,
+                second,
+                edit,
+            }
+        })
+        .boxed()
+}
+
+/// The laws over every ordered pair of modes run the policy some 40 times
+/// a case: an eighth of the cases (250 by default, 4,000 pairs).
+pub fn law_config() -> ProptestConfig {
+    ProptestConfig {
+        cases: (cases() / 8).max(1),
+        ..config()
+    }
+}
+
+/// The laws over one pair of modes: a quarter of the cases.
+pub fn one_pair_config() -> ProptestConfig {
+    ProptestConfig {
+        cases: (cases() / 4).max(1),
+        ..config()
+    }
+}
+
+/// The pair of a law's failure message.
+pub fn pair(law: &LawCase, a: usize, b: usize) -> String {
+    format!(
+        "A = {} (by {:?}), B = {} (by {:?}), x recorded: {}",
+        mode_name(MODES[a]),
+        law.first[a],
+        mode_name(MODES[b]),
+        law.second[b],
+        law.recorded
+    )
+}

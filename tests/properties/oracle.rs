@@ -1,0 +1,1468 @@
+//! The oracle, written from the README and the spec, never from src/:
+//! what the decision table makes of a request (`plan`), where the
+//! workload's mode and the owner's mode carried down are read and written
+//! (`mode_asked`, `owner_edit`), whether Istio injects (`injection_off`,
+//! `injection_status`), the record and its reader (`Applied`), the undo of
+//! another mode's recorded edit, modelled exactly (`undo_expectation`: the
+//! object it leaves, or a refusal and its reason), what each mode does and
+//! records (`native_record_edit`, `exit_record_edit`, `quit_expectation`,
+//! `expected_record`), and the parts a pass may change (`strip`).
+
+use crate::generators::Case;
+use crate::names::*;
+use crate::object_of;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::Pod;
+use policy_testkit::Answer;
+use serde_json::{json, Value};
+
+pub struct Settings {
+    pub mode: Mode,
+    pub sidecar: String,
+    pub workload_override: bool,
+    pub quit_url: String,
+}
+
+pub fn settings_of(s: &Option<Value>) -> Settings {
+    let s = s.clone().unwrap_or(Value::Null);
+    Settings {
+        mode: s["mode"]
+            .as_str()
+            .and_then(Mode::parse)
+            .unwrap_or(Mode::Native),
+        sidecar: s["sidecarContainerName"]
+            .as_str()
+            .unwrap_or("istio-proxy")
+            .to_owned(),
+        workload_override: s["workloadOverride"].as_bool().unwrap_or(true),
+        quit_url: s["quitUrl"].as_str().unwrap_or(DEFAULT_QUIT_URL).to_owned(),
+    }
+}
+
+pub fn template_pointer(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Pod => "",
+        Kind::Job => "/spec/template",
+        Kind::CronJob => "/spec/jobTemplate/spec/template",
+        Kind::Other => "/spec/template",
+    }
+}
+
+pub const JOB_TEMPLATE: &str = "/spec/jobTemplate";
+
+pub fn annotation<'v>(object: &'v Value, meta_owner: &str, key: &str) -> Option<&'v str> {
+    object
+        .pointer(&format!("{meta_owner}/metadata/annotations"))?
+        .get(key)?
+        .as_str()
+}
+
+pub fn label<'v>(object: &'v Value, meta_owner: &str, key: &str) -> Option<&'v str> {
+    object
+        .pointer(&format!("{meta_owner}/metadata/labels"))?
+        .get(key)?
+        .as_str()
+}
+
+/// Whether the policy handles this request at all (the decision table:
+/// Job CREATE, CronJob CREATE/UPDATE, run-to-completion Pod CREATE).
+/// Nothing else is ever changed, whatever record it carries.
+pub fn handled_request(kind: Kind, operation: &str, object: &Value) -> bool {
+    match kind {
+        Kind::Job => operation == "CREATE",
+        Kind::CronJob => operation == "CREATE" || operation == "UPDATE",
+        Kind::Pod => {
+            operation == "CREATE"
+                && matches!(
+                    object
+                        .pointer("/spec/restartPolicy")
+                        .and_then(Value::as_str),
+                    Some("Never" | "OnFailure")
+                )
+        }
+        Kind::Other => false,
+    }
+}
+
+pub fn handled(case: &Case) -> bool {
+    let op = case.request["operation"].as_str().unwrap_or_default();
+    handled_request(case.kind, op, &object_of(&case.request))
+}
+
+/// What the decision table makes of a request, written from the spec
+/// rather than from src/decide.rs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Not a request the policy may mutate.
+    NotHandled,
+    /// The workload asks for `disabled`.
+    Disabled,
+    /// Istio will not inject the pod and no proxy is there.
+    InjectionOff,
+    /// This mode is wanted.
+    Apply(Mode),
+}
+
+impl Plan {
+    pub fn mode(self) -> Option<Mode> {
+        match self {
+            Plan::Apply(mode) => Some(mode),
+            _ => None,
+        }
+    }
+}
+
+pub fn plan(case: &Case) -> Plan {
+    let op = case.request["operation"].as_str().unwrap_or_default();
+    let settings = settings_of(&case.settings);
+    plan_of(case.kind, op, &object_of(&case.request), &settings)
+}
+
+/// The plan for `object` sent under `operation`.
+pub fn plan_of(kind: Kind, operation: &str, object: &Value, settings: &Settings) -> Plan {
+    if !handled_request(kind, operation, object) {
+        return Plan::NotHandled;
+    }
+    let asked = mode_asked(kind, object).filter(|_| settings.workload_override);
+    let mode = match asked {
+        None => settings.mode,
+        Some("disabled") => return Plan::Disabled,
+        Some(other) => Mode::parse(other).unwrap_or(settings.mode),
+    };
+    if injection_off(kind, object) && !proxy_there(kind, object, &settings.sidecar) {
+        return Plan::InjectionOff;
+    }
+    Plan::Apply(mode)
+}
+
+/// The mode the decision table applies; `None` when no mode applies (not
+/// handled, `disabled`, or injection off and no proxy there).
+pub fn expected_mode(case: &Case) -> Option<Mode> {
+    plan(case).mode()
+}
+
+/// `istio-job-sidecar/mode` as the workload asks for it, nearest the pod
+/// first: a Pod's own, else the owner's mode its template carried down
+/// (`istio-job-sidecar/owner-mode`); a Job's template, the Job's own
+/// metadata, then the owner's mode on its template (a CronJob's word); a
+/// CronJob's template, its `spec.jobTemplate.metadata`, then its own
+/// metadata (the owner-mode on a CronJob's template is its own copy and
+/// never read).
+pub fn mode_asked(kind: Kind, object: &Value) -> Option<&str> {
+    let t = template_pointer(kind);
+    let own = annotation(object, t, MODE);
+    match kind {
+        Kind::Pod => own.or_else(|| annotation(object, t, OWNER_MODE)),
+        Kind::Job => own
+            .or_else(|| annotation(object, "", MODE))
+            .or_else(|| annotation(object, t, OWNER_MODE)),
+        Kind::CronJob => own
+            .or_else(|| annotation(object, JOB_TEMPLATE, MODE))
+            .or_else(|| annotation(object, "", MODE)),
+        Kind::Other => None,
+    }
+}
+
+/// Istio's injector will not inject the pod, as Istio reads it: never on
+/// the host's network; else the label `sidecar.istio.io/inject` when
+/// present (even empty: the annotation is then not read), else the
+/// annotation; only the exact `"false"` says no.
+pub fn injection_off(kind: Kind, object: &Value) -> bool {
+    let t = template_pointer(kind);
+    if object.pointer(&format!("{t}/spec/hostNetwork")) == Some(&Value::Bool(true)) {
+        return true;
+    }
+    label(object, t, INJECT).or_else(|| annotation(object, t, INJECT)) == Some("false")
+}
+
+/// What a pass does to `istio-job-sidecar/owner-mode` on the pod template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnerEdit {
+    Keep,
+    Set(String),
+    Remove,
+}
+
+/// The owner's mode carried down to the pod template, so that every Job
+/// and Pod made from it reads what its owner asked for: on Job CREATE and
+/// CronJob CREATE and UPDATE, unless injection is off or the workload's
+/// word is not honoured (`workloadOverride: false`), and only where the
+/// template has no mode of its own. A CronJob's is its jobTemplate's
+/// metadata mode, else its own metadata's, set when it differs and
+/// removed with it; a Job's is its own metadata's, set when it differs,
+/// never removed (its template may carry a CronJob's word). A Pod's is
+/// never written.
+pub fn owner_edit(kind: Kind, operation: &str, object: &Value, settings: &Settings) -> OwnerEdit {
+    match plan_of(kind, operation, object, settings) {
+        Plan::NotHandled | Plan::InjectionOff => return OwnerEdit::Keep,
+        Plan::Disabled | Plan::Apply(_) => {}
+    }
+    let t = template_pointer(kind);
+    if !settings.workload_override || annotation(object, t, MODE).is_some() {
+        return OwnerEdit::Keep;
+    }
+    let carried = annotation(object, t, OWNER_MODE);
+    match kind {
+        Kind::CronJob => {
+            let wanted =
+                annotation(object, JOB_TEMPLATE, MODE).or_else(|| annotation(object, "", MODE));
+            match (wanted, carried) {
+                (Some(v), carried) if carried != Some(v) => OwnerEdit::Set(v.to_owned()),
+                (None, Some(_)) => OwnerEdit::Remove,
+                _ => OwnerEdit::Keep,
+            }
+        }
+        Kind::Job => match annotation(object, "", MODE) {
+            Some(v) if carried != Some(v) => OwnerEdit::Set(v.to_owned()),
+            _ => OwnerEdit::Keep,
+        },
+        Kind::Pod | Kind::Other => OwnerEdit::Keep,
+    }
+}
+
+pub fn owner_edit_of(case: &Case) -> OwnerEdit {
+    let op = case.request["operation"].as_str().unwrap_or_default();
+    let settings = settings_of(&case.settings);
+    owner_edit(case.kind, op, &object_of(&case.request), &settings)
+}
+
+/// The template's owner-mode after a pass that makes `edit` to `before`.
+pub fn owner_mode_after(kind: Kind, before: &Value, edit: &OwnerEdit) -> Option<String> {
+    match edit {
+        OwnerEdit::Keep => {
+            annotation(before, template_pointer(kind), OWNER_MODE).map(str::to_owned)
+        }
+        OwnerEdit::Set(v) => Some(v.clone()),
+        OwnerEdit::Remove => None,
+    }
+}
+
+/// `object` with `edit` made as the policy makes it (a removal takes an
+/// emptied `annotations`, then an emptied `metadata`, with it).
+pub fn with_owner_edit(kind: Kind, object: &Value, edit: &OwnerEdit) -> Value {
+    let t = template_pointer(kind);
+    let mut o = object.clone();
+    match edit {
+        OwnerEdit::Keep => {}
+        OwnerEdit::Set(v) => set_annotation(&mut o, t, OWNER_MODE, v),
+        OwnerEdit::Remove => remove_annotations(&mut o, t, &[OWNER_MODE]),
+    }
+    o
+}
+
+pub fn injected(kind: Kind, object: &Value) -> bool {
+    injection_status(kind, object).is_some()
+}
+
+/// A proxy is already there, as far as the decision table is concerned:
+/// Istio recorded an injection (`injection_status`), or a container,
+/// regular or init, has the sidecar's name (the Pods of an older
+/// kube-injected CronJob carry the proxy, not the status, which stays on
+/// the Job's own metadata).
+pub fn proxy_there(kind: Kind, object: &Value, sidecar: &str) -> bool {
+    let t = template_pointer(kind);
+    injected(kind, object)
+        || ["containers", "initContainers"].iter().any(|list| {
+            containers(object, t, list)
+                .iter()
+                .any(|c| c["name"] == json!(sidecar))
+        })
+}
+
+/// Where Istio recorded the injection, and what it says: the template's
+/// `sidecar.istio.io/status`, else where `istioctl kube-inject` writes it
+/// for a CronJob (its jobTemplate's metadata) and where the CronJob
+/// controller copies that (a Job's own metadata).
+pub fn injection_status(kind: Kind, object: &Value) -> Option<(&'static str, String)> {
+    let t = template_pointer(kind);
+    let owner = match kind {
+        Kind::CronJob => Some(JOB_TEMPLATE),
+        Kind::Job => Some(""),
+        Kind::Pod | Kind::Other => None,
+    };
+    match annotation(object, t, STATUS) {
+        Some(status) => Some((t, status.to_owned())),
+        None => owner.and_then(|at| annotation(object, at, STATUS).map(|s| (at, s.to_owned()))),
+    }
+}
+
+pub fn containers(object: &Value, t: &str, list: &str) -> Vec<Value> {
+    object
+        .pointer(&format!("{t}/spec/{list}"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The container named `name` in `list` of the template.
+pub fn container_mut<'v>(
+    object: &'v mut Value,
+    t: &str,
+    list: &str,
+    name: &str,
+) -> Option<&'v mut Value> {
+    object
+        .pointer_mut(&format!("{t}/spec/{list}"))?
+        .as_array_mut()?
+        .iter_mut()
+        .find(|c| c["name"] == json!(name))
+}
+
+/// The proxy Istio itself injects in native form: its `startupProbe` and
+/// `lifecycle`, from `istioctl kube-inject` (test_data/fixtures/).
+pub fn istio_native_proxy() -> &'static Value {
+    static PROXY: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    PROXY.get_or_init(|| {
+        let text = include_str!("../../test_data/fixtures/istio-job-kube-injected-native.yaml");
+        let job: Value = serde_yaml::from_str(text.split("\n---").next().unwrap()).unwrap();
+        containers(&job, "/spec/template", "initContainers")
+            .into_iter()
+            .find(|c| c["name"] == "istio-proxy")
+            .expect("the fixture has a native istio-proxy")
+    })
+}
+
+/// pilot-agent's status port for this pod: its annotation, else Istio's default.
+pub fn status_port(kind: Kind, object: &Value) -> u16 {
+    let t = template_pointer(kind);
+    // Where the injection status of a kube-injected CronJob is: its
+    // jobTemplate's metadata, or a Job's own made from it.
+    let owner = match kind {
+        Kind::CronJob => annotation(object, JOB_TEMPLATE, STATUS_PORT),
+        Kind::Job => annotation(object, "", STATUS_PORT),
+        Kind::Pod | Kind::Other => None,
+    };
+    annotation(object, t, STATUS_PORT)
+        .or(owner)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(15020)
+}
+
+/// The readiness check a proxy's startup probe is made from, in the order
+/// Kubernetes lists probe handlers.
+pub fn readiness_check(sidecar: &Value) -> Option<(&'static str, Value)> {
+    ["exec", "httpGet", "tcpSocket", "grpc"]
+        .into_iter()
+        .find_map(|h| Some((h, sidecar["readinessProbe"].get(h)?.clone())))
+        .filter(|(_, check)| !check.is_null())
+}
+
+/// The sidecar as Istio would have injected it in native form: what it had,
+/// `restartPolicy: Always`, and, where it has none, Istio's startup probe
+/// on what its readiness probe checks and Istio's drain hook on the pod's
+/// status port (README, "The move compared with Istio's own native
+/// injection").
+pub fn made_native(sidecar: &Value, status_port: u16) -> Value {
+    let istio = istio_native_proxy();
+    let mut moved = sidecar.clone();
+    moved["restartPolicy"] = json!("Always");
+    let absent = |key: &str| sidecar.get(key).is_none_or(Value::is_null);
+    if absent("startupProbe") {
+        if let Some((handler, check)) = readiness_check(sidecar) {
+            let mut probe = istio["startupProbe"].clone();
+            let probe_map = probe.as_object_mut().unwrap();
+            probe_map.remove("httpGet");
+            probe_map.insert(handler.into(), check);
+            moved["startupProbe"] = probe;
+        }
+    }
+    if absent("lifecycle") && status_port != 0 {
+        let hook = serde_json::to_string(&istio["lifecycle"])
+            .unwrap()
+            .replace("--debug-port=15020", &format!("--debug-port={status_port}"));
+        moved["lifecycle"] = serde_json::from_str(&hook).unwrap();
+    }
+    moved
+}
+
+/// A JSON object's members in their order, each value as its text:
+/// what `sidecar.istio.io/status` is rewritten in, keeping the rest as it
+/// was written.
+pub struct Ordered(Vec<(String, Box<serde_json::value::RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for Ordered {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = Ordered;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Ordered, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = a.next_entry()? {
+                    members.push(member);
+                }
+                Ok(Ordered(members))
+            }
+        }
+        d.deserialize_map(Members)
+    }
+}
+
+/// `sidecar.istio.io/status` as Istio writes it for a native sidecar
+/// (README): `name` taken out of `containers` (an emptied list is `null`)
+/// and put in `initContainers` after Istio's own init containers, key order
+/// and every other member kept; `Ok(None)` when `containers` does not list
+/// `name`; `Err` when the status is not an object of string lists.
+pub fn native_status(status: &str, name: &str) -> Result<Option<String>, ()> {
+    let Ordered(mut members) = serde_json::from_str(status).map_err(|_| ())?;
+    // The last member of a name counts, and `null` is absent.
+    let names = |members: &[(String, Box<serde_json::value::RawValue>)], key: &str| match members
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+    {
+        Some((_, v)) if v.get() != "null" => serde_json::from_str::<Vec<String>>(v.get()),
+        _ => Ok(Vec::new()),
+    };
+    let mut list = names(&members, "containers").map_err(|_| ())?;
+    let Some(at) = list.iter().position(|c| c == name) else {
+        return Ok(None);
+    };
+    list.remove(at);
+    let mut init = names(&members, "initContainers").map_err(|_| ())?;
+    if !init.iter().any(|c| c == name) {
+        let after_istio = init
+            .iter()
+            .rposition(|n| ISTIO_INITS.contains(&n.as_str()))
+            .map_or(0, |i| i + 1);
+        init.insert(after_istio, name.to_owned());
+    }
+    let mut set = |key: &str, value: Value| {
+        let raw = serde_json::value::to_raw_value(&value).unwrap();
+        match members.iter_mut().rev().find(|(k, _)| k == key) {
+            Some((_, v)) => *v = raw,
+            None => members.push((key.to_owned(), raw)),
+        }
+    };
+    set("initContainers", json!(init));
+    set(
+        "containers",
+        if list.is_empty() {
+            Value::Null
+        } else {
+            json!(list)
+        },
+    );
+    let members: Vec<String> = members
+        .iter()
+        .map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), v.get()))
+        .collect();
+    Ok(Some(format!("{{{}}}", members.join(","))))
+}
+
+// ---------------------------------------------------------------- the record
+
+/// A proxy the nativeSidecar mode moved into `initContainers`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Move {
+    pub container: String,
+    /// Its index in `containers` before.
+    pub from: usize,
+    /// The members the move created.
+    pub added: Vec<String>,
+    /// Its own `restartPolicy` before, when it had one.
+    pub restart_policy: Option<String>,
+    /// The status annotation before, when the move rewrote it.
+    pub status: Option<String>,
+    /// The move wrote `sidecar.istio.io/nativeSidecar: "true"` (or kept
+    /// the one the annotation record said was the policy's).
+    pub annotation: bool,
+}
+
+/// What the README says `istio-job-sidecar/applied` records, form by form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applied {
+    NativeAnnotation,
+    NativeMove(Move),
+    Exit { inserted: String, created: bool },
+    Quit { container: String },
+}
+
+impl Applied {
+    pub fn mode(&self) -> Mode {
+        match self {
+            Applied::NativeAnnotation | Applied::NativeMove(_) => Mode::Native,
+            Applied::Exit { .. } => Mode::Exit,
+            Applied::Quit { .. } => Mode::Quit,
+        }
+    }
+
+    /// The four forms, to count what the generators reach.
+    pub fn form(&self) -> &'static str {
+        match self {
+            Applied::NativeAnnotation => "annotation",
+            Applied::NativeMove(_) => "move",
+            Applied::Exit { .. } => "exit",
+            Applied::Quit { .. } => "quit",
+        }
+    }
+
+    /// The annotation's value as the README writes it: compact JSON, `mode`
+    /// first.
+    pub fn text(&self) -> String {
+        let s = |v: &str| serde_json::to_string(v).unwrap();
+        match self {
+            Applied::NativeAnnotation => {
+                format!(r#"{{"mode":"nativeSidecar","annotation":{}}}"#, s(NATIVE))
+            }
+            Applied::NativeMove(m) => {
+                // The annotation member right after `mode`, when the move
+                // wrote it.
+                let annotation = if m.annotation {
+                    format!(r#","annotation":{}"#, s(NATIVE))
+                } else {
+                    String::new()
+                };
+                let mut text = format!(
+                    r#"{{"mode":"nativeSidecar"{annotation},"moved":{},"from":{},"added":{}"#,
+                    s(&m.container),
+                    m.from,
+                    serde_json::to_string(&m.added).unwrap()
+                );
+                if let Some(policy) = &m.restart_policy {
+                    text += &format!(r#","restartPolicy":{}"#, s(policy));
+                }
+                if let Some(status) = &m.status {
+                    text += &format!(r#","status":{}"#, s(status));
+                }
+                text + "}"
+            }
+            Applied::Exit { inserted, created } => format!(
+                r#"{{"mode":"exitOnJobCompletion","inserted":{}{}}}"#,
+                s(inserted),
+                if *created { r#","created":true"# } else { "" }
+            ),
+            Applied::Quit { container } => {
+                format!(r#"{{"mode":"quitEndpoint","container":{}}}"#, s(container))
+            }
+        }
+    }
+
+    /// A record read as the README describes it (members in any order): the
+    /// reader is strict; `None` when the record is not one the policy may
+    /// trust: not JSON, not an object, no or an unknown mode, a member
+    /// missing, of the wrong type, unknown or given twice, a move adding a
+    /// member it never adds or from an index beyond 32 bits, or an inserted
+    /// text without the key. A member that is `null` is absent.
+    pub fn parse(text: &str) -> Option<Applied> {
+        let Ordered(members) = serde_json::from_str(text).ok()?;
+        let get = |key: &str| -> Result<Option<&str>, ()> {
+            let mut found = members.iter().filter(|(k, _)| k == key);
+            let first = found.next().map(|(_, v)| v.get());
+            match found.next() {
+                None => Ok(first.filter(|v| *v != "null")),
+                Some(_) => Err(()),
+            }
+        };
+        let string = |key: &str| -> Result<Option<String>, ()> {
+            get(key)?
+                .map(|raw| serde_json::from_str::<String>(raw).map_err(|_| ()))
+                .transpose()
+        };
+        let mode = string("mode").ok()??;
+        let (applied, allowed): (Applied, &[&str]) = match Mode::parse(&mode)? {
+            // A move, with or without the annotation it wrote; without
+            // `moved`, the annotation alone; with neither, no record.
+            Mode::Native => {
+                let annotation = match string("annotation").ok()? {
+                    Some(a) if a == NATIVE => true,
+                    Some(_) => return None,
+                    None => false,
+                };
+                match string("moved").ok()? {
+                    None if annotation => (Applied::NativeAnnotation, &["annotation"][..]),
+                    None => return None,
+                    Some(container) => {
+                        let added = match get("added").ok()? {
+                            None => Vec::new(),
+                            Some(raw) => serde_json::from_str::<Vec<Value>>(raw)
+                                .ok()?
+                                .iter()
+                                .map(|i| {
+                                    i.as_str()
+                                        .filter(|s| MOVE_ADDS.contains(s))
+                                        .map(str::to_owned)
+                                })
+                                .collect::<Option<_>>()?,
+                        };
+                        let moved = Move {
+                            container,
+                            // At most 32 bits, in the module as natively.
+                            from: get("from").ok()??.parse::<u32>().ok()? as usize,
+                            added,
+                            restart_policy: string("restartPolicy").ok()?,
+                            status: string("status").ok()?,
+                            annotation,
+                        };
+                        (
+                            Applied::NativeMove(moved),
+                            &[
+                                "annotation",
+                                "moved",
+                                "from",
+                                "added",
+                                "restartPolicy",
+                                "status",
+                            ][..],
+                        )
+                    }
+                }
+            }
+            Mode::Exit => (
+                Applied::Exit {
+                    // Every merge inserts the key: any other text is not one.
+                    inserted: Some(string("inserted").ok()??)
+                        .filter(|text| text.contains(EXIT_KEY))?,
+                    created: match get("created").ok()? {
+                        None | Some("false") => false,
+                        Some("true") => true,
+                        Some(_) => return None,
+                    },
+                },
+                &["inserted", "created"],
+            ),
+            Mode::Quit => (
+                Applied::Quit {
+                    container: string("container").ok()??,
+                },
+                &["container"],
+            ),
+        };
+        members
+            .iter()
+            .all(|(k, _)| k == "mode" || allowed.contains(&k.as_str()))
+            .then_some(applied)
+    }
+}
+
+/// The record on a template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Absent,
+    /// `legacy`: the `istio-job-sidecar/quit-wrapped: <container>` of
+    /// earlier versions, read as a quitEndpoint record.
+    Read {
+        applied: Applied,
+        legacy: bool,
+    },
+    Unreadable,
+}
+
+pub fn record_of(object: &Value, t: &str) -> Record {
+    match (
+        annotation(object, t, APPLIED),
+        annotation(object, t, QUIT_WRAPPED),
+    ) {
+        (Some(text), _) => {
+            Applied::parse(text).map_or(Record::Unreadable, |applied| Record::Read {
+                applied,
+                legacy: false,
+            })
+        }
+        (None, Some(container)) => Record::Read {
+            applied: Applied::Quit {
+                container: container.to_owned(),
+            },
+            legacy: true,
+        },
+        (None, None) => Record::Absent,
+    }
+}
+
+/// The record's keys on a template, as they are.
+pub fn record_keys(object: &Value, t: &str) -> [Option<String>; 2] {
+    RECORD_KEYS.map(|k| annotation(object, t, k).map(str::to_owned))
+}
+
+// ---------------------------------------------------------------- the undo
+
+/// What a pass does before it applies the wanted mode (README, "Changing
+/// modes").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UndoOutcome {
+    /// No record, or a record of the wanted mode itself.
+    Nothing,
+    /// Another mode's edit taken back, and the record removed. `edited`:
+    /// the edit was still there (not only the record).
+    Done { form: &'static str, edited: bool },
+    /// A readable record whose edit is no longer on the object as it was
+    /// left: nothing undone, the record kept, a warning that says why.
+    Refused(Mode, &'static str),
+    /// An unreadable record: nothing undone, the record kept, a warning.
+    Unreadable,
+}
+
+#[derive(Debug, Clone)]
+pub struct Undo {
+    /// The object once the undo is done (the input itself unless `Done`):
+    /// what the wanted mode is applied to.
+    pub object: Value,
+    pub outcome: UndoOutcome,
+    /// Whether the pass may write the record: an untrusted one is left as
+    /// it is.
+    pub trusted: bool,
+    /// The wanted mode's own (trusted) record, and whether it is legacy.
+    pub current: Option<Applied>,
+    pub legacy: bool,
+}
+
+/// The undo step, modelled from the README: for a readable record naming
+/// another mode than `wanted` (or any, when no mode is wanted), that mode's
+/// edit taken back exactly; the record alone goes when nothing of the edit
+/// is left; refused when the object holds it otherwise than it was left.
+pub fn undo_expectation(kind: Kind, object: &Value, wanted: Option<Mode>) -> Undo {
+    let t = template_pointer(kind);
+    let mut undo = Undo {
+        object: object.clone(),
+        outcome: UndoOutcome::Nothing,
+        trusted: true,
+        current: None,
+        legacy: false,
+    };
+    match record_of(object, t) {
+        Record::Absent => {}
+        Record::Unreadable => {
+            undo.trusted = false;
+            undo.outcome = UndoOutcome::Unreadable;
+        }
+        Record::Read { applied, legacy } if Some(applied.mode()) == wanted => {
+            undo.current = Some(applied);
+            undo.legacy = legacy;
+        }
+        Record::Read { applied, .. } => {
+            let mut o = object.clone();
+            let done = match &applied {
+                Applied::NativeAnnotation => Ok(undo_native_annotation(&mut o, t)),
+                Applied::NativeMove(m) => undo_move(kind, &mut o, m),
+                Applied::Exit { inserted, created } => undo_exit(&mut o, t, inserted, *created),
+                Applied::Quit { container } => undo_quit(&mut o, t, container),
+            };
+            match done {
+                Ok(edited) => {
+                    remove_annotations(&mut o, t, &RECORD_KEYS);
+                    undo.object = o;
+                    undo.outcome = UndoOutcome::Done {
+                        form: applied.form(),
+                        edited,
+                    };
+                }
+                Err(why) => {
+                    undo.trusted = false;
+                    undo.outcome = UndoOutcome::Refused(applied.mode(), why);
+                }
+            }
+        }
+    }
+    undo
+}
+
+/// The container's `command`, unless absent, null or empty.
+pub fn command_of(container: &Value) -> Option<Vec<String>> {
+    serde_json::from_value::<Vec<String>>(container.get("command")?.clone())
+        .ok()
+        .filter(|c| !c.is_empty())
+}
+
+/// The original argv inside a command the quitEndpoint wrapper wraps (its
+/// six-element prefix, README), whatever script and URL it has.
+pub fn wrapped_original(command: &[String]) -> Option<&[String]> {
+    let ours = command.len() >= 6
+        && command[0] == QUIT_SHELL[0]
+        && command[1] == QUIT_SHELL[1]
+        && command[3] == QUIT_NAME;
+    ours.then(|| &command[6..])
+}
+
+/// quitEndpoint undone: the one container of the record's name (a
+/// nameless one is named "") gets back the argv after the wrapper's
+/// prefix, element for element. Nothing is left when there is no such
+/// container, or its command is no wrapper (or none): its owner wrote it
+/// back. Refused when there are several, or the wrapper holds no command.
+pub fn undo_quit(o: &mut Value, t: &str, container: &str) -> Result<bool, &'static str> {
+    let list = containers(o, t, "containers");
+    let named: Vec<usize> = (0..list.len())
+        .filter(|&i| list[i]["name"].as_str().unwrap_or_default() == container)
+        .collect();
+    let i = match named[..] {
+        [] => return Ok(false),
+        [i] => i,
+        _ => return Err("container not in the pod once"),
+    };
+    let Some(command) = command_of(&list[i]) else {
+        return Ok(false);
+    };
+    match wrapped_original(&command) {
+        None => Ok(false),
+        Some([]) => Err("the wrapper holds no command"),
+        Some(original) => {
+            let at = format!("{t}/spec/containers/{i}");
+            o.pointer_mut(&at).unwrap()["command"] = json!(original);
+            Ok(true)
+        }
+    }
+}
+
+/// A proxy config read as YAML: its mapping (an empty text is an empty
+/// one), or `None` when it is no mapping.
+pub fn yaml_mapping(text: &str) -> Option<serde_yaml::Mapping> {
+    match serde_yaml::from_str::<serde_yaml::Value>(text) {
+        Ok(serde_yaml::Value::Mapping(m)) => Some(m),
+        Ok(serde_yaml::Value::Null) => Some(serde_yaml::Mapping::new()),
+        _ => None,
+    }
+}
+
+/// exitOnJobCompletion undone: the recorded inserted text taken out of the
+/// config, at the last place whose removal re-reads as the same mapping
+/// minus `exitOnJobCompletion: true`, so the user's text is back byte for
+/// byte; a config the policy created goes whole when nothing is left.
+/// Nothing is left when the config or the key is gone, or the key holds
+/// another value (the user's); refused when the config is no mapping or
+/// the text around the key changed.
+pub fn undo_exit(
+    o: &mut Value,
+    t: &str,
+    inserted: &str,
+    created: bool,
+) -> Result<bool, &'static str> {
+    let Some(text) = annotation(o, t, PROXY_CONFIG).map(str::to_owned) else {
+        return Ok(false);
+    };
+    let mut expected = yaml_mapping(&text).ok_or("proxy.istio.io/config no longer a mapping")?;
+    match expected.get(EXIT_KEY) {
+        Some(serde_yaml::Value::Bool(true)) => {}
+        _ => return Ok(false),
+    }
+    expected.remove(EXIT_KEY);
+    // Every place the text occurs (overlapping ones too), the last first.
+    let restored = (0..=text.len())
+        .rev()
+        .filter(|&at| text.is_char_boundary(at) && text[at..].starts_with(inserted))
+        .map(|at| [&text[..at], &text[at + inserted.len()..]].concat())
+        .find(|candidate| yaml_mapping(candidate).as_ref() == Some(&expected))
+        .ok_or("proxy.istio.io/config edited where the key was added")?;
+    if created && restored.trim().is_empty() {
+        remove_annotations(o, t, &[PROXY_CONFIG]);
+    } else {
+        set_annotation(o, t, PROXY_CONFIG, &restored);
+    }
+    Ok(true)
+}
+
+/// nativeSidecar's annotation undone: removed while it still says "true"
+/// (another value is the user's).
+pub fn undo_native_annotation(o: &mut Value, t: &str) -> bool {
+    let ours = annotation(o, t, NATIVE) == Some("true");
+    if ours {
+        remove_annotations(o, t, &[NATIVE]);
+    }
+    ours
+}
+
+/// The move undone: the proxy (in `initContainers` once, still a native
+/// sidecar, its name not taken in `containers`, the status as the move left
+/// it) back at its index in `containers`, without the members the move
+/// added, with its own `restartPolicy` back, the status back to its text
+/// where it was found, the annotation the move wrote taken off while it
+/// says "true"; an emptied `initContainers` removed. Nothing is left (but
+/// that annotation) when no init container has the proxy's name and the
+/// status is not the one the move wrote (or none was recorded): an applier
+/// that owns the containers wrote them back.
+pub fn undo_move(kind: Kind, o: &mut Value, m: &Move) -> Result<bool, &'static str> {
+    let t = template_pointer(kind);
+    let name = json!(m.container);
+    let mut init = containers(o, t, "initContainers");
+    let named: Vec<usize> = (0..init.len())
+        .filter(|&i| init[i]["name"] == name)
+        .collect();
+    let written = m
+        .status
+        .as_ref()
+        .and_then(|before| native_status(before, &m.container).ok().flatten());
+    let now = injection_status(kind, o);
+    let i = match named[..] {
+        [i] => i,
+        [] if written.is_none() || now.as_ref().map(|(_, s)| s) != written.as_ref() => {
+            return Ok(m.annotation && undo_native_annotation(o, t));
+        }
+        _ => return Err("proxy not in initContainers once"),
+    };
+    if init[i]["restartPolicy"] != "Always" {
+        return Err("proxy no longer a native sidecar");
+    }
+    if containers(o, t, "containers")
+        .iter()
+        .any(|c| c["name"] == name)
+    {
+        return Err("a container has the proxy's name");
+    }
+    let status = match (&m.status, now) {
+        (None, _) => None,
+        (Some(before), Some((at, now))) if written.as_ref() == Some(&now) => {
+            Some((at, before.clone()))
+        }
+        (Some(_), Some(_)) => return Err("sidecar.istio.io/status changed since"),
+        (Some(_), None) => return Err("sidecar.istio.io/status gone since"),
+    };
+    if m.annotation {
+        undo_native_annotation(o, t);
+    }
+    let mut list = containers(o, t, "containers");
+    let spec = o
+        .pointer_mut(&format!("{t}/spec"))
+        .and_then(Value::as_object_mut)
+        .unwrap();
+    let mut proxy = init.remove(i);
+    if init.is_empty() {
+        spec.remove("initContainers");
+    } else {
+        spec.insert("initContainers".into(), json!(init));
+    }
+    let members = proxy.as_object_mut().unwrap();
+    members.retain(|k, _| !m.added.contains(k));
+    if let Some(policy) = &m.restart_policy {
+        members.insert("restartPolicy".into(), json!(policy));
+    }
+    list.insert(m.from.min(list.len()), proxy);
+    spec.insert("containers".into(), json!(list));
+    if let Some((at, before)) = status {
+        set_annotation(o, at, STATUS, &before);
+    }
+    Ok(true)
+}
+
+// ---------------------------------------------------------------- the apply
+
+/// What a mode leaves in the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordEdit {
+    /// As it was: nothing new applied.
+    Keep,
+    /// This, replacing what was there.
+    Set(Applied),
+    /// None: the mode took its own edit off.
+    Remove,
+}
+
+/// What the record must be after the pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpectRecord {
+    /// Both keys as they were before the pass.
+    Unchanged,
+    /// Neither key.
+    Absent,
+    /// `istio-job-sidecar/applied` exactly this, and no legacy key.
+    Exactly(Applied),
+}
+
+/// The record after the pass, from what the mode did (README): an untrusted
+/// record stays as it is; the mode's record is written when it differs
+/// from the one there (a legacy record is always rewritten in the new key,
+/// even when nothing else changes); a record of the mode whose edit the
+/// mode took off itself goes.
+pub fn expected_record(undo: &Undo, edit: RecordEdit) -> ExpectRecord {
+    if !undo.trusted {
+        return ExpectRecord::Unchanged;
+    }
+    match edit {
+        RecordEdit::Set(applied) if undo.legacy || undo.current.as_ref() != Some(&applied) => {
+            ExpectRecord::Exactly(applied)
+        }
+        RecordEdit::Keep if undo.legacy => ExpectRecord::Exactly(undo.current.clone().unwrap()),
+        RecordEdit::Remove => ExpectRecord::Absent,
+        _ => ExpectRecord::Unchanged,
+    }
+}
+
+/// Whether `after`'s record is what `expect` says, given the record
+/// `before` the apply step.
+pub fn check_record(
+    before: &Value,
+    after: &Value,
+    t: &str,
+    expect: &ExpectRecord,
+) -> Result<(), String> {
+    let now = record_keys(after, t);
+    let [applied_before, legacy_before] = record_keys(before, t);
+    let wanted = match expect {
+        ExpectRecord::Unchanged => [applied_before, legacy_before],
+        ExpectRecord::Absent => [None, None],
+        // A legacy key beside a readable record is not read: left as it is.
+        ExpectRecord::Exactly(applied) if applied_before.is_some() => {
+            [Some(applied.text()), legacy_before]
+        }
+        ExpectRecord::Exactly(applied) => [Some(applied.text()), None],
+    };
+    if now == wanted {
+        Ok(())
+    } else {
+        Err(format!(
+            "record {RECORD_KEYS:?} is {now:?}, expected {wanted:?} ({expect:?})"
+        ))
+    }
+}
+
+/// What nativeSidecar does to the template (after the undo), with
+/// `current` its own trusted record: nothing at all where the template
+/// says `sidecar.istio.io/nativeSidecar: "false"` (the user asks for a
+/// classic proxy). Not injected, or injected with the proxy already a
+/// native sidecar: asks Istio for a native proxy by annotation unless the
+/// user said something, recorded as the annotation (or, where a move is on
+/// record, as that move with the annotation). Injected with the proxy in
+/// `containers` (its only container of that name, not the only container,
+/// no init container of its name): moves it into `initContainers`,
+/// recording where it was, the members it added, the `restartPolicy` it
+/// replaced, the status text it rewrote, and the annotation when the move
+/// wrote it, or it is already the policy's on record.
+pub fn native_record_edit(
+    kind: Kind,
+    o: &Value,
+    settings: &Settings,
+    current: Option<&Applied>,
+) -> RecordEdit {
+    let t = template_pointer(kind);
+    let user = annotation(o, t, NATIVE);
+    if user == Some("false") {
+        return RecordEdit::Keep;
+    }
+    let ask = || match (user, current) {
+        (Some(_), _) => RecordEdit::Keep,
+        (None, Some(Applied::NativeMove(m))) => RecordEdit::Set(Applied::NativeMove(Move {
+            annotation: true,
+            ..m.clone()
+        })),
+        (None, _) => RecordEdit::Set(Applied::NativeAnnotation),
+    };
+    let Some((_, status)) = injection_status(kind, o) else {
+        return ask();
+    };
+    let list = containers(o, t, "containers");
+    let init = containers(o, t, "initContainers");
+    let sidecar = json!(settings.sidecar);
+    let named: Vec<usize> = (0..list.len())
+        .filter(|&i| list[i]["name"] == sidecar)
+        .collect();
+    let init_named = init.iter().find(|c| c["name"] == sidecar);
+    let from = match (&named[..], init_named) {
+        // Injected natively already: only a re-injection must stay native.
+        ([], Some(proxy)) if proxy["restartPolicy"] == "Always" => return ask(),
+        ([from], None) if list.len() > 1 => *from,
+        _ => return RecordEdit::Keep,
+    };
+    let proxy = &list[from];
+    let absent = |key: &str| proxy.get(key).is_none_or(Value::is_null);
+    let mut added = Vec::new();
+    if absent("restartPolicy") {
+        added.push("restartPolicy".to_owned());
+    }
+    if absent("startupProbe") && readiness_check(proxy).is_some() {
+        added.push("startupProbe".to_owned());
+    }
+    if absent("lifecycle") && status_port(kind, o) != 0 {
+        added.push("lifecycle".to_owned());
+    }
+    let rewritten = matches!(native_status(&status, &settings.sidecar), Ok(Some(_)));
+    let ours_on_record = match current {
+        Some(Applied::NativeAnnotation) => true,
+        Some(Applied::NativeMove(m)) => m.annotation,
+        _ => false,
+    };
+    RecordEdit::Set(Applied::NativeMove(Move {
+        container: settings.sidecar.clone(),
+        from,
+        added,
+        restart_policy: proxy["restartPolicy"].as_str().map(str::to_owned),
+        status: rewritten.then_some(status),
+        annotation: user.is_none() || (user == Some("true") && ours_on_record),
+    }))
+}
+
+/// Where the nativeSidecar annotation stands after nativeSidecar: the
+/// user's value kept; else "true" wherever the mode asked for a native
+/// proxy or moved one.
+pub fn native_annotation_after(
+    kind: Kind,
+    o: &Value,
+    settings: &Settings,
+    current: Option<&Applied>,
+) -> Option<String> {
+    match annotation(o, template_pointer(kind), NATIVE) {
+        Some(user) => Some(user.to_owned()),
+        None => match native_record_edit(kind, o, settings, current) {
+            RecordEdit::Set(_) => Some("true".to_owned()),
+            _ => None,
+        },
+    }
+}
+
+/// What exitOnJobCompletion recorded, from the config before and after:
+/// the text it inserted (the config after, less the longest common prefix
+/// and suffix with the config before, must be the config before with that
+/// text inserted in one place), and whether it created the annotation.
+pub fn exit_record_edit(before: Option<&str>, after: Option<&str>) -> Result<RecordEdit, String> {
+    let (before, after) = match (before, after) {
+        (b, a) if b == a => return Ok(RecordEdit::Keep),
+        (None, Some(after)) => {
+            return Ok(RecordEdit::Set(Applied::Exit {
+                inserted: after.to_owned(),
+                created: true,
+            }))
+        }
+        (Some(b), Some(a)) => (b, a),
+        (_, None) => return Err("proxy config removed by exitOnJobCompletion".into()),
+    };
+    let (b, a) = (before.as_bytes(), after.as_bytes());
+    let prefix = b.iter().zip(a).take_while(|(x, y)| x == y).count();
+    let suffix = b[prefix..]
+        .iter()
+        .rev()
+        .zip(a[prefix..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let inserted = after.get(prefix..a.len() - suffix);
+    match inserted {
+        Some(inserted) if prefix + suffix == b.len() && inserted.contains(EXIT_KEY) => {
+            Ok(RecordEdit::Set(Applied::Exit {
+                inserted: inserted.to_owned(),
+                created: false,
+            }))
+        }
+        _ => Err(format!(
+            "proxy config {before:?} became {after:?}: not one insertion of the key"
+        )),
+    }
+}
+
+/// What quitEndpoint leaves of the containers, and of the record, from the
+/// README (not from src/).
+pub struct QuitExpectation {
+    pub containers: Vec<Value>,
+    pub record: RecordEdit,
+}
+
+pub fn quit_expectation(
+    kind: Kind,
+    object: &Value,
+    settings: &Settings,
+    current: Option<&Applied>,
+) -> QuitExpectation {
+    let t = template_pointer(kind);
+    let mut out = containers(object, t, "containers");
+    // Beside a proxy injected natively too: Istio's injector renders a Pod
+    // that carries its status again, classic unless asked for native.
+    let apps: Vec<usize> = (0..out.len())
+        .filter(|&i| out[i]["name"] != json!(settings.sidecar))
+        .collect();
+    let command = |c: &Value| -> Vec<String> {
+        serde_json::from_value(c["command"].clone()).unwrap_or_default()
+    };
+    // Nothing to wrap: a record of this mode describes nothing and goes.
+    let nothing = |containers| QuitExpectation {
+        containers,
+        record: match current {
+            Some(_) => RecordEdit::Remove,
+            None => RecordEdit::Keep,
+        },
+    };
+    match apps[..] {
+        [one] => {
+            let command = command(&out[one]);
+            if command.is_empty() {
+                return nothing(out);
+            }
+            let restart = object.pointer(&format!("{t}/spec/restartPolicy"));
+            let when = if restart == Some(&json!("OnFailure")) {
+                "on-success"
+            } else {
+                "always"
+            };
+            let mut wrapped: Vec<String> = [QUIT_SHELL[0], QUIT_SHELL[1], QUIT_SCRIPT, QUIT_NAME]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            wrapped.push(settings.quit_url.clone());
+            wrapped.push(when.to_owned());
+            wrapped.extend(
+                wrapped_original(&command)
+                    .map(<[String]>::to_vec)
+                    .unwrap_or(command),
+            );
+            out[one]["command"] = json!(wrapped);
+            let container = out[one]["name"].as_str().unwrap_or_default().to_owned();
+            QuitExpectation {
+                containers: out,
+                record: RecordEdit::Set(Applied::Quit { container }),
+            }
+        }
+        [] => nothing(out),
+        _ => {
+            // Several apps: none is wrapped, and a wrapper left from before
+            // is taken off, with its record.
+            for &i in &apps {
+                if let Some(original) = wrapped_original(&command(&out[i])) {
+                    out[i]["command"] = json!(original);
+                }
+            }
+            QuitExpectation {
+                containers: out,
+                record: if current.is_some() {
+                    RecordEdit::Remove
+                } else {
+                    RecordEdit::Keep
+                },
+            }
+        }
+    }
+}
+
+/// Whether the policy must change this request, where the spec says so
+/// without running a mode's algorithm: always when the owner's mode is
+/// carried down and after an undo (the record at least goes), else when
+/// the wanted mode edits the template or its record; `None` where it
+/// cannot tell (a proxy config in a form that may not extend in place).
+pub fn change_due(case: &Case, undo: &Undo) -> Option<bool> {
+    if owner_edit_of(case) != OwnerEdit::Keep {
+        return Some(true);
+    }
+    let Some(mode) = expected_mode(case) else {
+        return Some(matches!(undo.outcome, UndoOutcome::Done { .. }));
+    };
+    if matches!(undo.outcome, UndoOutcome::Done { .. }) {
+        return Some(true);
+    }
+    let object = &undo.object;
+    let t = template_pointer(case.kind);
+    let settings = settings_of(&case.settings);
+    match mode {
+        // The record is written exactly when the edit is made.
+        Mode::Native => Some(matches!(
+            native_record_edit(case.kind, object, &settings, undo.current.as_ref()),
+            RecordEdit::Set(_)
+        )),
+        Mode::Exit => match annotation(object, t, PROXY_CONFIG).map(serde_yaml::from_str) {
+            None => Some(true),
+            Some(Ok(serde_yaml::Value::Mapping(m))) if m.contains_key(EXIT_KEY) => Some(false),
+            Some(Ok(serde_yaml::Value::Mapping(_) | serde_yaml::Value::Null)) => None,
+            Some(_) => Some(false),
+        },
+        Mode::Quit => {
+            let expected = quit_expectation(case.kind, object, &settings, undo.current.as_ref());
+            let record = expected_record(undo, expected.record);
+            Some(
+                expected.containers != containers(object, t, "containers")
+                    || check_record(object, object, t, &record).is_err(),
+            )
+        }
+    }
+}
+
+// ---------------------------------------------------------------- the parts a mode may change
+
+pub fn remove_annotation(object: &mut Value, meta_owner: &str, key: &str) {
+    if let Some(Value::Object(a)) =
+        object.pointer_mut(&format!("{meta_owner}/metadata/annotations"))
+    {
+        a.remove(key);
+    }
+}
+
+/// Remove the annotations `keys` as the policy does: an emptied
+/// `annotations`, then an emptied `metadata`, go too.
+pub fn remove_annotations(object: &mut Value, meta_owner: &str, keys: &[&str]) {
+    let Some(Value::Object(owner)) = object.pointer_mut(meta_owner) else {
+        return;
+    };
+    let Some(Value::Object(metadata)) = owner.get_mut("metadata") else {
+        return;
+    };
+    let Some(Value::Object(annotations)) = metadata.get_mut("annotations") else {
+        return;
+    };
+    let before = annotations.len();
+    annotations.retain(|k, _| !keys.contains(&k.as_str()));
+    if annotations.len() == before || !annotations.is_empty() {
+        return;
+    }
+    metadata.remove("annotations");
+    if metadata.is_empty() {
+        owner.remove("metadata");
+    }
+}
+
+/// Set annotation `key` of `meta_owner`, creating (or replacing a `null`)
+/// `metadata` and `annotations` as needed.
+pub fn set_annotation(object: &mut Value, meta_owner: &str, key: &str, value: &str) {
+    let owner = object.pointer_mut(meta_owner).unwrap();
+    if !owner["metadata"].is_object() {
+        owner["metadata"] = json!({});
+    }
+    if !owner["metadata"]["annotations"].is_object() {
+        owner["metadata"]["annotations"] = json!({});
+    }
+    owner["metadata"]["annotations"][key] = json!(value);
+}
+
+/// `object` without the members a pass may create, or an undo empty, when
+/// they are empty or `null`: the `metadata` and `annotations` of the pod
+/// template (and of a CronJob's jobTemplate) and the template's
+/// `initContainers`. They are among the parts a mode may change, so
+/// `strip` takes them off; everything else `strip` leaves is compared
+/// exactly (an empty map or list the policy added or dropped anywhere else
+/// fails). The laws compare up to what Kubernetes drops
+/// (`policy_testkit::kube::normalize`) instead.
+fn created_parts_off(kind: Kind, object: &Value) -> Value {
+    let mut o = object.clone();
+    let job_template = (kind == Kind::CronJob).then_some(JOB_TEMPLATE);
+    for owner in [Some(template_pointer(kind)), job_template]
+        .into_iter()
+        .flatten()
+    {
+        let Some(Value::Object(owner)) = o.pointer_mut(owner) else {
+            continue;
+        };
+        if let Some(Value::Object(meta)) = owner.get_mut("metadata") {
+            if meta.get("annotations").is_some_and(empty_or_null) {
+                meta.remove("annotations");
+            }
+        }
+        if owner.get("metadata").is_some_and(empty_or_null) {
+            owner.remove("metadata");
+        }
+        if let Some(Value::Object(spec)) = owner.get_mut("spec") {
+            if spec.get("initContainers").is_some_and(empty_or_null) {
+                spec.remove("initContainers");
+            }
+        }
+    }
+    o
+}
+
+fn empty_or_null(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+/// `object` without the parts a pass under `mode` may change (and nothing
+/// else), the members a pass may create among them (`created_parts_off`):
+/// - every pass: the owner's mode carried down to the pod template,
+///   `istio-job-sidecar/owner-mode` (checked on its own);
+/// - every mode: the record, `istio-job-sidecar/applied` and the legacy
+///   `istio-job-sidecar/quit-wrapped` (checked on their own);
+/// - nativeSidecar: on the pod template the annotations
+///   `sidecar.istio.io/nativeSidecar` and `sidecar.istio.io/status`, the
+///   status where else it is read (a CronJob's jobTemplate, a Job's own
+///   metadata), and the container named `sidecarContainerName` in
+///   `containers` and `initContainers`;
+/// - exitOnJobCompletion: the template's `proxy.istio.io/config`;
+/// - quitEndpoint: the `command` of the entries of `containers` (never
+///   their `args`).
+///
+/// It is applied to the object as the undo leaves it (`undo_expectation`),
+/// so the parts of a recorded mode taken back are compared exactly.
+pub fn strip(kind: Kind, mode: Option<Mode>, sidecar: &str, object: &Value) -> Value {
+    let mut o = object.clone();
+    let t = template_pointer(kind);
+    remove_annotation(&mut o, t, OWNER_MODE);
+    let Some(mode) = mode else {
+        return created_parts_off(kind, &o);
+    };
+    for key in RECORD_KEYS {
+        remove_annotation(&mut o, t, key);
+    }
+    match mode {
+        Mode::Native => {
+            remove_annotation(&mut o, t, NATIVE);
+            remove_annotation(&mut o, t, STATUS);
+            match kind {
+                Kind::CronJob => remove_annotation(&mut o, JOB_TEMPLATE, STATUS),
+                Kind::Job => remove_annotation(&mut o, "", STATUS),
+                Kind::Pod | Kind::Other => {}
+            }
+            for list in ["containers", "initContainers"] {
+                if let Some(Value::Array(l)) = o.pointer_mut(&format!("{t}/spec/{list}")) {
+                    l.retain(|c| c["name"] != json!(sidecar));
+                }
+            }
+        }
+        Mode::Exit => remove_annotation(&mut o, t, PROXY_CONFIG),
+        Mode::Quit => {
+            if let Some(Value::Array(l)) = o.pointer_mut(&format!("{t}/spec/containers")) {
+                for c in l.iter_mut().filter_map(Value::as_object_mut) {
+                    c.remove("command");
+                }
+            }
+        }
+    }
+    created_parts_off(kind, &o)
+}
+
+/// The output still reads as the same kind through Kubernetes' own types.
+pub fn same_kind(kind: Kind, input: &Value, output: &Value) -> Result<(), String> {
+    fn check<T: serde::de::DeserializeOwned>(input: &Value, output: &Value) -> Result<(), String> {
+        serde_json::from_value::<T>(input.clone())
+            .map_err(|e| format!("generator made an invalid input: {e}"))?;
+        serde_json::from_value::<T>(output.clone())
+            .map(|_| ())
+            .map_err(|e| format!("output no longer deserializes: {e}"))
+    }
+    match kind {
+        Kind::Job => check::<Job>(input, output),
+        Kind::CronJob => check::<CronJob>(input, output),
+        Kind::Pod => check::<Pod>(input, output),
+        Kind::Other => Ok(()),
+    }
+}
+
+pub fn diff_message(a: &Value, b: &Value) -> String {
+    format!(
+        "input (stripped):\n{}\noutput (stripped):\n{}",
+        serde_json::to_string_pretty(a).unwrap(),
+        serde_json::to_string_pretty(b).unwrap()
+    )
+}
+
+/// The warnings of an answer that name the record.
+pub fn record_warnings(answer: &Answer) -> Vec<&String> {
+    answer
+        .warnings
+        .iter()
+        .filter(|w| w.contains(APPLIED))
+        .collect()
+}
+
+/// The warning the README gives for the undo's outcome: for an unreadable
+/// record, `istio-job-sidecar/applied unreadable ...`; for a refusal,
+/// `istio-job-sidecar/applied: <mode> edit kept: <why>` with the README's
+/// `<why>`; none otherwise (a record whose edit is gone goes silently).
+pub fn check_undo_warning(answer: &Answer, outcome: &UndoOutcome) -> Result<(), String> {
+    let named = record_warnings(answer);
+    let expected = match outcome {
+        UndoOutcome::Unreadable => Some(format!("{APPLIED} unreadable")),
+        UndoOutcome::Refused(mode, why) => {
+            Some(format!("{APPLIED}: {} edit kept: {why}", mode.name()))
+        }
+        _ => None,
+    };
+    let ok = match (&expected, outcome) {
+        (Some(text), UndoOutcome::Refused(..)) => named.len() == 1 && named[0] == text,
+        (Some(start), _) => named.len() == 1 && named[0].starts_with(start.as_str()),
+        (None, _) => named.is_empty(),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "undo {outcome:?}: expected the warning {expected:?}, got {:?}",
+            answer.warnings
+        ))
+    }
+}
