@@ -182,7 +182,7 @@ bench-kwctl: bench-kwctl-check policy.wasm floors runner
 # saturation, p50/p95/p99 at 300 req/s and at half the floor's saturation,
 # ratios to the floors, then the faults (the mix at saturation with every
 # answer checked, hostile bodies, SIGTERM and restart, RSS after 100,000
-# requests). About 10 minutes on 2 cores; docs/performance.md. Needs
+# requests). About 9 minutes on 2 cores; docs/performance.md. Needs
 # policy-server, kwctl, wrk (apt-get install wrk), oha (cargo install oha
 # --locked), taskset, python3 with PyYAML. Another module in the same run:
 # EXTRA_POLICIES="name=path/to/annotated.wasm,other=registry://...:v1"
