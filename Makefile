@@ -186,6 +186,36 @@ bench-kwctl: bench-kwctl-check policy.wasm floors runner
 		--floor-sdk-parse $(FLOOR_DIR)/floor_sdk_parse.wasm \
 		--floor-sdk-mutate $(FLOOR_DIR)/floor_sdk_mutate.wasm $(KWCTL_BENCH_FLAGS)
 
+# The policy under concurrent load in one policy-server 1.35 (configured as
+# Kubewarden's controller configures it) beside the floors: throughput at
+# saturation, p50/p95/p99 at 300 req/s and at half the floor's saturation,
+# ratios to the floors, then the faults (the mix at saturation with every
+# answer checked, hostile bodies, SIGTERM and restart, RSS after 100,000
+# requests). About 9 minutes on 2 cores; docs/performance.md. Needs
+# policy-server, kwctl, wrk (apt-get install wrk), oha (cargo install oha
+# --locked), taskset, python3 with PyYAML. Another module in the same run:
+# EXTRA_POLICIES="name=path/to/annotated.wasm,other=registry://...:v1"
+# (NAME=MODULE[:SETTINGS_JSON]); more flags: BENCH_SERVER_FLAGS (--help).
+EXTRA_POLICIES ?=
+BENCH_SERVER_FLAGS ?=
+WRK ?= wrk
+OHA ?= oha
+BENCH_SERVER = python3 runner/bench_server.py --policy annotated-policy.wasm \
+	--floor-accept $(FLOOR_DIR)/floor_accept.wasm \
+	--floor-sdk-parse $(FLOOR_DIR)/floor_sdk_parse.wasm \
+	--floor-sdk-mutate $(FLOOR_DIR)/floor_sdk_mutate.wasm \
+	--policy-server $(POLICY_SERVER) --kwctl $(KWCTL) --wrk $(WRK) --oha $(OHA) \
+	$(foreach e,$(subst $(comma), ,$(EXTRA_POLICIES)),--extra '$(e)') $(BENCH_SERVER_FLAGS)
+comma := ,
+.PHONY: bench-server bench-server-smoke
+
+bench-server: annotated-policy.wasm floors
+	$(BENCH_SERVER)
+
+# Every row and fault once, in seconds, no figure to quote (.ci/run).
+bench-server-smoke: annotated-policy.wasm floors
+	$(BENCH_SERVER) --smoke --workdir target/bench-server-smoke
+
 # --- The operator's tool: kubectl istio-job-sidecar (cli/) -------------------
 # `cargo install --path cli` puts kubectl-istio_job_sidecar on PATH; this
 # builds the same binary into target/release/.

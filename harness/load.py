@@ -1,0 +1,347 @@
+"""What a cluster sends a policy-server, for load tests (`make bench-server`).
+
+- `request_types()`: the AdmissionRequests of the mix, as the API server
+  builds them for the kinds the policy's webhook is called for: long-running
+  Pods (a ReplicaSet's), run-to-completion Pods (a Job's), Job CREATE,
+  CronJob CREATE and UPDATE, a kube-injected Job (`test_data/fixtures/`),
+  and one Pod near the 1.5 MiB an object stored in etcd can have;
+- `MIX`: how often each comes in the mix;
+- `hostile_requests()`: bodies the API server could send but nobody expects
+  (a 1.5 MiB object, a 3 MiB UPDATE, 10,000 containers, deep nesting, the
+  proxy configs that cost the merge and the undo the most, after
+  `runner/tests/hostile.rs`), and `over_limit_request()`;
+- `bench_policies()`: the ClusterAdmissionPolicies hosted by one
+  policy-server: the policy in each mode, the floors, and any extra module.
+"""
+import copy
+import json
+from pathlib import Path
+
+import yaml
+
+from . import apiserver, controller
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "test_data" / "fixtures"
+
+# The 1.5 MiB etcd keeps per object (etcd's --max-request-bytes default), and
+# the API server's limit on a request body (3 MiB).
+ETCD_OBJECT_LIMIT = 1536 * 1024
+APISERVER_BODY_LIMIT = 3 * 1024 * 1024
+
+PROXY_CONFIG_YAML = ("holdApplicationUntilProxyStarts: true\nterminationDrainDuration: 5s\n"
+                     "proxyMetadata:\n  ISTIO_META_DNS_CAPTURE: \"true\"\n"
+                     "  ISTIO_META_DNS_AUTO_ALLOCATE: \"true\"\n")
+
+GVR = {
+    "Pod": ({"group": "", "version": "v1", "kind": "Pod"}, {"group": "", "version": "v1", "resource": "pods"}),
+    "Job": ({"group": "batch", "version": "v1", "kind": "Job"},
+            {"group": "batch", "version": "v1", "resource": "jobs"}),
+    "CronJob": ({"group": "batch", "version": "v1", "kind": "CronJob"},
+                {"group": "batch", "version": "v1", "resource": "cronjobs"}),
+}
+
+
+def admission_request(obj, operation="CREATE", old=None, uid=None):
+    """The AdmissionRequest the API server sends for `obj` (its kind, name
+    and namespace read from it)."""
+    kind, resource = GVR[obj["kind"]]
+    meta = obj.get("metadata") or {}
+    request = {"uid": uid or "bench", "kind": kind, "resource": resource,
+               "name": meta.get("name") or "", "namespace": meta.get("namespace") or "default",
+               "operation": operation, "object": obj, "oldObject": old}
+    return apiserver.admission_request(request)
+
+
+def batch_pod_template(name):
+    return {
+        "metadata": {"labels": {"app": name, "team": "data"},
+                     "annotations": {"proxy.istio.io/config": PROXY_CONFIG_YAML}},
+        "spec": {
+            "restartPolicy": "Never",
+            "serviceAccountName": name,
+            "containers": [{
+                "name": name,
+                "image": "registry.example.com/data/%s:1.4.2" % name,
+                "command": ["/app/run", "--once", "--output=s3://reports/daily"],
+                "env": [{"name": "LOG_LEVEL", "value": "info"}, {"name": "REPORT_DAY", "value": "yesterday"},
+                        {"name": "DB_HOST", "value": "postgres.data.svc.cluster.local"}],
+                "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
+            }],
+        },
+    }
+
+
+def small_job():
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "daily-report", "namespace": "data"},
+            "spec": {"backoffLimit": 2, "ttlSecondsAfterFinished": 600,
+                     "template": batch_pod_template("daily-report")}}
+
+
+def job_pod():
+    """A Pod as the Job controller makes it from `small_job()`'s template."""
+    template = batch_pod_template("daily-report")
+    meta = template["metadata"]
+    meta.update({"generateName": "daily-report-", "namespace": "data",
+                 "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "daily-report",
+                                      "uid": "0f6b1d8e-4c1a-4d1e-9a57-1e2b3c4d5e6f",
+                                      "controller": True, "blockOwnerDeletion": True}]})
+    meta["labels"].update({"batch.kubernetes.io/job-name": "daily-report", "job-name": "daily-report"})
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}
+
+
+def env_var(i, value_len):
+    return {"name": "SETTING_%04d" % i, "value": "v" * value_len}
+
+
+def web_container(name, envs):
+    return {
+        "name": name,
+        "image": "registry.example.com/shop/%s@sha256:%s" % (name, "ab12" * 16),
+        "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+        "env": [env_var(i, 24) for i in range(envs)],
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 5},
+        "livenessProbe": {"httpGet": {"path": "/live", "port": 8080}, "periodSeconds": 10},
+        "volumeMounts": [{"name": "config", "mountPath": "/etc/shop"},
+                         {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                          "readOnly": True}],
+        "securityContext": {"runAsNonRoot": True, "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"]}},
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+        "imagePullPolicy": "IfNotPresent",
+    }
+
+
+def deployment_pod():
+    """A Pod as a ReplicaSet controller creates it (about 5 KB): most of what
+    a cluster creates, answered by the policy's early skip."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "generateName": "frontend-7d4b9c8f6d-", "namespace": "shop",
+            "labels": {"app": "frontend", "pod-template-hash": "7d4b9c8f6d", "version": "v3"},
+            "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-02T10:00:00Z",
+                            "prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "frontend-7d4b9c8f6d",
+                                 "uid": "5f0c1e2a-9a51-4f57-8d2e-3f3b0f5b1c11", "controller": True,
+                                 "blockOwnerDeletion": True}],
+        },
+        "spec": {
+            "restartPolicy": "Always", "serviceAccountName": "frontend", "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "containers": [web_container("frontend", 12), web_container("metrics-exporter", 4)],
+            "volumes": [{"name": "config", "configMap": {"name": "frontend-config"}},
+                        {"name": "kube-api-access", "projected": {"sources": [
+                            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                            {"configMap": {"name": "kube-root-ca.crt",
+                                           "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}}],
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                             "tolerationSeconds": 300}],
+        },
+    }
+
+
+def large_pod(target=ETCD_OBJECT_LIMIT - 16 * 1024):
+    """A run-to-completion Pod of about `target` bytes of JSON (40 containers
+    with large environments, then 1 KiB annotations up to the size)."""
+    containers = []
+    for i in range(40):
+        c = web_container("worker-%02d" % i, 0)
+        c["env"] = [env_var(j, 200) for j in range(60)]
+        containers.append(c)
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "bulk-import", "namespace": "data", "annotations": {}},
+           "spec": {"restartPolicy": "Never", "containers": containers}}
+    size = len(json.dumps(pod, separators=(",", ":")))
+    per_entry = len('"example.com/blob-0000":"",') + 1024
+    for i in range(max(0, (target - size) // per_entry)):
+        pod["metadata"]["annotations"]["example.com/blob-%04d" % i] = "x" * 1024
+    return pod
+
+
+def fixture(name, kind):
+    """The first document of kind `kind` in a fixture, as JSON would carry
+    it (timestamps as strings)."""
+    with open(FIXTURES / name) as f:
+        docs = [d for d in yaml.safe_load_all(f) if isinstance(d, dict) and d.get("kind") == kind]
+    doc = json.loads(json.dumps(docs[0], default=str))
+    doc.setdefault("metadata", {}).setdefault("namespace", "default")
+    return doc
+
+
+def request_types():
+    """{name: AdmissionRequest}, in the order the report prints them."""
+    cronjob = fixture("istio-cronjob.yaml", "CronJob")
+    edited = copy.deepcopy(cronjob)
+    edited["spec"]["schedule"] = "*/5 * * * *"
+    edited["metadata"].update({"resourceVersion": "4711", "generation": 2})
+    cronjob_old = copy.deepcopy(edited)
+    cronjob_old["spec"]["schedule"] = cronjob["spec"]["schedule"]
+    return {
+        "pod-always": admission_request(deployment_pod()),
+        "pod-never": admission_request(job_pod()),
+        "job-create": admission_request(small_job()),
+        "cronjob-create": admission_request(cronjob),
+        "cronjob-update": admission_request(edited, "UPDATE", old=cronjob_old),
+        "job-kube-injected": admission_request(fixture("istio-job-kube-injected-classic.yaml", "Job")),
+        "pod-1.5mib": admission_request(large_pod()),
+    }
+
+
+# How often each request type comes, per 200 requests: mostly Pods that run
+# forever, then the batch kinds, and one Pod near etcd's limit.
+MIX = {"pod-always": 140, "pod-never": 20, "job-create": 16, "cronjob-create": 5, "cronjob-update": 8,
+       "job-kube-injected": 10, "pod-1.5mib": 1}
+
+
+def review_bytes(request, uid):
+    r = dict(request)
+    r["uid"] = uid
+    return json.dumps(apiserver.admission_review(r), separators=(",", ":")).encode()
+
+
+# --- hostile bodies -------------------------------------------------------------
+
+APPLIED = "istio-job-sidecar/applied"
+CLASSIC_STATUS = ('{"initContainers":["istio-init"],"containers":["istio-proxy"],"volumes":["istio-envoy"],'
+                  '"imagePullSecrets":null,"revision":"default"}')
+
+
+def hostile_job(containers=None, annotations=None, name="hostile"):
+    """A kube-injected (classic) Job: every mode has something to do."""
+    if containers is None:
+        containers = [{"name": "app", "image": "busybox", "command": ["/bin/sh", "-c", "echo hi"]},
+                      {"name": "istio-proxy", "image": "proxyv2", "args": ["proxy", "sidecar"]}]
+    template_annotations = {"sidecar.istio.io/status": CLASSIC_STATUS}
+    template_annotations.update(annotations or {})
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"template": {"metadata": {"annotations": template_annotations},
+                                  "spec": {"restartPolicy": "Never",
+                                           "initContainers": [{"name": "istio-init", "image": "proxyv2"}],
+                                           "containers": containers}}}}
+
+
+def nested(depth):
+    """`depth` nested arrays around a string, as JSON text (too deep for a
+    Python dict to hold as objects)."""
+    return "[" * depth + '"x"' + "]" * depth
+
+
+def hostile_requests():
+    """[(name, body bytes)] of AdmissionReviews an API server could send:
+    each must be answered within policy-server's 2 s policy timeout."""
+    out = []
+    mib = 1024 * 1024
+
+    def add(name, request):
+        out.append((name, review_bytes(request, "hostile-" + name)))
+
+    # An object at etcd's limit: a Job with a 1.5 MiB unknown field.
+    big = hostile_job()
+    big["spec"]["template"]["spec"]["x-blob"] = "b" * (ETCD_OBJECT_LIMIT - 2048)
+    add("job-1.5mib", admission_request(big))
+    # A body at the API server's limit: a CronJob UPDATE, object and
+    # oldObject of about 1.5 MiB each.
+    cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "big", "namespace": "default"},
+            "spec": {"schedule": "0 2 * * *", "jobTemplate": {"spec": {"template": hostile_job()["spec"]["template"]}}}}
+    cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["x-blob"] = "c" * (ETCD_OBJECT_LIMIT - 40 * 1024)
+    old = copy.deepcopy(cron)
+    old["spec"]["schedule"] = "0 3 * * *"
+    add("cronjob-update-3mib", admission_request(cron, "UPDATE", old=old))
+    # The same UPDATE as large as policy-server takes (2 MiB bodies).
+    for label, blob in (("cronjob-update-2mib", (POLICY_SERVER_BODY_LIMIT - 64 * 1024) // 2),):
+        cron2 = copy.deepcopy(cron)
+        cron2["spec"]["jobTemplate"]["spec"]["template"]["spec"]["x-blob"] = "c" * blob
+        old2 = copy.deepcopy(cron2)
+        old2["spec"]["schedule"] = "0 3 * * *"
+        add(label, admission_request(cron2, "UPDATE", old=old2))
+    # 10,000 containers, the proxy last.
+    many = [{"name": "c%05d" % i, "image": "busybox"} for i in range(10000)]
+    many.append({"name": "istio-proxy", "image": "proxyv2", "args": ["proxy", "sidecar"]})
+    add("job-10000-containers", admission_request(hostile_job(many)))
+    # A 1 MiB proxy config of 32,768 YAML keys (the merge's worst known before
+    # it was made linear).
+    keys = "".join("k%05d: %s\n" % (i, "v" * 22) for i in range(32768))
+    add("proxy-config-32768-keys", admission_request(hostile_job(annotations={"proxy.istio.io/config": keys})))
+    # The undo's worst: an exitOnJobCompletion record whose inserted text
+    # occurs on every line of a config near the body limit, the real key
+    # first (the undo refuses after its parses).
+    inserted = "exitOnJobCompletion: true"
+    record = json.dumps({"mode": "exitOnJobCompletion", "inserted": inserted}, separators=(",", ":"))
+    # At the API server's limit (refused by policy-server's), and at
+    # policy-server's.
+    # (Sizes of the config; JSON's escapes of the quotes add to the body.)
+    for label, size in (("2.6mib", int(2.6 * mib)), ("1.8mib", int(1.8 * mib))):
+        lines = "".join('k%06d: "%s"\n' % (i, inserted) for i in range(size // 37))
+        add("undo-record-%s-lines" % label, admission_request(hostile_job(
+            annotations={APPLIED: record, "proxy.istio.io/config": inserted + "\n" + lines})))
+        one_value = 'k: "' + (inserted + " ") * (size // 26) + '"\n'
+        add("undo-record-%s-one-value" % label, admission_request(hostile_job(
+            annotations={APPLIED: record, "proxy.istio.io/config": inserted + "\n" + one_value})))
+    # Deep nesting in an unread container field: 100 levels (read by every
+    # host), 129 (past serde_json's 128) and 100,000.
+    for depth in (100, 129, 100000):
+        marker = "@@NESTED@@"
+        job = hostile_job([{"name": "app", "image": "busybox", "x-deep": marker},
+                           {"name": "istio-proxy", "image": "proxyv2"}])
+        body = review_bytes(admission_request(job), "hostile-nested-%d" % depth)
+        out.append(("nested-%d" % depth, body.replace(json.dumps(marker).encode(), nested(depth).encode())))
+    return out
+
+
+# policy-server 1.35 buffers a request body of at most 2 MiB (axum's
+# DefaultBodyLimit): past it the answer is 413, and the connection closed.
+POLICY_SERVER_BODY_LIMIT = 2 * 1024 * 1024
+
+
+def sized_request(size, uid="hostile-sized"):
+    """A well-formed AdmissionReview (a kube-injected Job) of exactly `size`
+    bytes, padded with an unknown field of the pod spec."""
+    job = hostile_job()
+    job["spec"]["template"]["spec"]["x-blob"] = ""
+    bare = len(review_bytes(admission_request(job), uid))
+    job["spec"]["template"]["spec"]["x-blob"] = "o" * max(0, size - bare)
+    return review_bytes(admission_request(job), uid)
+
+
+# --- the policies one policy-server hosts -------------------------------------
+
+# The policy in each mode: the examples' manifests, renamed.
+MODES = {"native": ("examples/native-sidecar.yaml", "nativeSidecar"),
+         "exit": ("examples/exit-on-job-completion.yaml", "exitOnJobCompletion"),
+         "quit": ("examples/quit-endpoint.yaml", "quitEndpoint")}
+
+
+def floor_policy(name, module):
+    """A ClusterAdmissionPolicy for a floor or an extra module: the policy's
+    rules, mutating, no settings."""
+    base = controller.load(str(ROOT / MODES["native"][0]))[0]
+    doc = copy.deepcopy(base)
+    doc["metadata"] = {"name": name}
+    doc["spec"]["module"] = module
+    doc["spec"].pop("settings", None)
+    doc["spec"].pop("matchConditions", None)
+    return doc
+
+
+def bench_policies(policy_module, floors, extra=()):
+    """The stored ClusterAdmissionPolicies: `istio-job-sidecar-<mode>` for
+    each mode (module `policy_module`), `floor-<name>` for each of `floors`
+    ({name: module}), and each (name, module, settings) of `extra`."""
+    policies = []
+    for mode, (path, _) in MODES.items():
+        doc = controller.load(str(ROOT / path))[0]
+        doc["metadata"]["name"] = "istio-job-sidecar-" + mode
+        doc["spec"]["module"] = policy_module
+        policies.append(doc)
+    for name, module in floors.items():
+        policies.append(floor_policy("floor-" + name, module))
+    for name, module, settings in extra:
+        doc = floor_policy(name, module)
+        if settings is not None:
+            doc["spec"]["settings"] = settings
+        policies.append(doc)
+    return [controller.stored(p) for p in policies]
