@@ -200,6 +200,24 @@ assert_settings_rejected() {
 	assert_not_patched
 }
 
+@test "injection as Istio reads it: an empty label wins over the annotation \"false\" (Istio injects), so quitEndpoint wraps" {
+	run_case injection-empty-label-wins-wrapped
+	assert_patched '/command'
+	assert_no_warnings
+}
+
+@test "injection as Istio reads it: label \"False\" is not \"false\" (Istio injects), so quitEndpoint wraps" {
+	run_case injection-label-capital-false-wrapped
+	assert_patched '/command'
+	assert_no_warnings
+}
+
+@test "injection as Istio reads it: a hostNetwork pod is never injected, so quitEndpoint leaves it" {
+	run_case quit-host-network-unchanged
+	assert_not_patched
+	assert_no_warnings
+}
+
 @test "per-workload mode disabled: accepted unchanged" {
 	run_case workload-disabled-unchanged
 	assert_not_patched
@@ -247,6 +265,18 @@ assert_settings_rejected() {
 @test "nativeSidecar: kube-injected CronJob (status on spec.jobTemplate.metadata), proxy moved" {
 	run_case kube-injected-classic-cronjob-native
 	assert_patched 'initContainers'
+}
+
+@test "nativeSidecar: a Job of a kube-injected CronJob (status on the Job's own metadata), proxy moved" {
+	run_case kube-injected-cronjobs-job-native
+	assert_patched 'initContainers'
+	assert_patched 'restartPolicy'
+}
+
+@test "nativeSidecar: a user's sidecar.istio.io/nativeSidecar \"false\" on a kube-injected template stands: not moved" {
+	run_case kube-injected-native-false-respected
+	assert_not_patched
+	assert_no_warnings
 }
 
 @test "nativeSidecar: kube-injected with istio-validation (CNI), proxy moved after it" {
@@ -412,6 +442,18 @@ assert_settings_rejected() {
 @test "workload annotation on the Job's own metadata is honoured" {
 	run_case workload-mode-on-job-metadata
 	assert_patched
+}
+
+@test "workload annotation on the CronJob's own metadata is carried down to the pod template" {
+	run_case workload-mode-on-cronjob-metadata
+	assert_patched '"istio-job-sidecar/owner-mode":"disabled"'
+	assert_no_warnings
+}
+
+@test "the owner's mode carried down goes when the CronJob no longer says one" {
+	run_case workload-owner-mode-removed-with-the-owners
+	assert_patched '"op":"remove"'
+	refute_in_patch '/command'
 }
 
 @test "workload annotation on the pod template wins over the Job's" {
