@@ -16,8 +16,8 @@
 //! on the way to the Pod. Never from what the policy does.
 
 use crate::names::*;
-use policy_testkit::istio::{self, Mesh, Namespace};
-use policy_testkit::journey::{self, Case, Edit, Expect, Step, Trip, Validate};
+use policy_testkit::istio::{self, Mesh, Namespace, Release};
+use policy_testkit::journey::{self, Case, Edit, Expect, Step, Trip, Validate, Webhooks};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -104,6 +104,8 @@ pub struct Journey {
     pub workload_override: Option<bool>,
     pub namespace: Namespace,
     pub mesh: Mesh,
+    /// Which of the policy's webhook and Istio's is called first.
+    pub webhooks: Webhooks,
     /// A CronJob stored before the policy was installed.
     pub stored: bool,
     pub later: Vec<Later>,
@@ -267,7 +269,9 @@ impl Journey {
             about: "a generated journey",
             settings: self.settings(self.mode),
             namespace: self.namespace,
+            namespace_name: journey::NAMESPACE,
             mesh: self.mesh,
+            webhooks: self.webhooks,
             selected: true,
             steps,
         };
@@ -492,7 +496,12 @@ pub fn arb_journey() -> BoxedStrategy<Journey> {
             1 => Just(Namespace::Unlabelled),
             1 => Just(Namespace::Disabled),
         ],
-        (any::<bool>(), prop::bool::weighted(0.2)),
+        (
+            any::<bool>(),
+            prop::bool::weighted(0.2),
+            prop::sample::select(Release::ALL.to_vec()),
+            prop::sample::select(Webhooks::ALL.to_vec()),
+        ),
         prop::bool::weighted(0.25),
         prop::collection::vec(arb_later(), 0..3),
         any::<bool>(),
@@ -503,7 +512,7 @@ pub fn arb_journey() -> BoxedStrategy<Journey> {
                 mode,
                 workload_override,
                 namespace,
-                (flag, cni),
+                (flag, cni, release, webhooks),
                 stored,
                 later,
                 ask,
@@ -522,7 +531,9 @@ pub fn arb_journey() -> BoxedStrategy<Journey> {
                     mesh: Mesh {
                         native_flag: flag,
                         cni,
+                        release,
                     },
+                    webhooks,
                     stored: stored && kind == Kind::CronJob,
                     // A Pod created directly has no controller to run it
                     // again, nor a template to update.
