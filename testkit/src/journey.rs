@@ -190,8 +190,14 @@ pub enum Expect {
     /// The Pod is as it would be without the policy (but for the owner's
     /// mode carried down): the workload is disabled, Istio does not inject
     /// it, or its owner chose so (a `sidecar.istio.io/nativeSidecar:
-    /// "false"` stands).
+    /// "false"` stands). Where the cluster refuses that Pod, the policy's
+    /// may be refused alike, or be valid.
     AsWithoutPolicy,
+    /// The Pod is valid, and no more is promised: a documented limit (the
+    /// key exitOnJobCompletion adds reaches a proxy only through Istio's
+    /// injection, and a kube-injected Pod Istio does not inject again keeps
+    /// the config it was injected with).
+    Valid,
 }
 
 /// One admission request and what came of it.
@@ -300,6 +306,12 @@ pub fn travel(case: &Case, policy: &mut dyn Admission) -> Result<Trip, String> {
             }
             Step::Settings(new) => settings = new.clone(),
             Step::Run(_) => {
+                // A workload the API server refused makes no Pod.
+                let refused = trip.hops.last().is_some_and(|h| h.rejected.is_some());
+                if top.is_none() && refused {
+                    trip.pods.push(Value::Null);
+                    continue;
+                }
                 let top = top.as_ref().ok_or("a run before the workload exists")?;
                 let pod = match kind_of(top).as_str() {
                     "Pod" => Some(top.clone()),
@@ -331,16 +343,21 @@ pub fn travel(case: &Case, policy: &mut dyn Admission) -> Result<Trip, String> {
 
 /// What each `Run` of `case` must give, checked on a trip made with the
 /// policy: every object the API server accepts (the policy never makes
-/// one it refuses), a Pod that ends by the mode asked for (`Ends`) or is as
+/// one it refuses that it would accept without the policy), a Pod that ends by the mode asked for (`Ends`) or is as
 /// the same journey makes it without the policy (`AsWithoutPolicy`); every
 /// warning fits; every object the policy patched, sent again as the
 /// policy left it, is not patched again (a second journey from the stored
 /// objects changes nothing).
 pub fn judge(case: &Case, trip: &Trip, policy: &mut dyn Admission) -> Result<(), String> {
     let without = travel(case, &mut NoPolicy)?;
-    for hop in &trip.hops {
+    // A refusal is the policy's doing unless the cluster refuses the same
+    // object without it (a user's own word the policy respects).
+    for (i, hop) in trip.hops.iter().enumerate() {
         if let Some(why) = &hop.rejected {
-            return Err(format!("{}: the API server refuses it: {why}", hop.what));
+            let alike = without.hops.get(i).and_then(|h| h.rejected.as_ref()) == Some(why);
+            if !alike {
+                return Err(format!("{}: the API server refuses it: {why}", hop.what));
+            }
         }
     }
     let expects = case.steps.iter().filter_map(|s| match s {
@@ -350,6 +367,9 @@ pub fn judge(case: &Case, trip: &Trip, policy: &mut dyn Admission) -> Result<(),
     for (i, expect) in expects.enumerate() {
         let run = |e: String| format!("run {}: {e}", i + 1);
         let pod = &trip.pods[i];
+        if pod.is_null() && expect == Expect::AsWithoutPolicy && without.pods[i].is_null() {
+            continue;
+        }
         if pod.is_null() {
             return Err(run("no Pod was made".into()));
         }
@@ -357,7 +377,10 @@ pub fn judge(case: &Case, trip: &Trip, policy: &mut dyn Admission) -> Result<(),
         if let Expect::Ends(mode) = expect {
             check_ends(pod, mode).map_err(run)?;
         }
-        if expect == Expect::AsWithoutPolicy {
+        // Where the cluster refuses the Pod without the policy (a user's own
+        // word, such as "false" beside a proxy Istio injected natively), a
+        // Pod the policy made valid without applying a mode is as good.
+        if expect == Expect::AsWithoutPolicy && !without.pods[i].is_null() {
             let got = as_without_policy(pod);
             let want = as_without_policy(&without.pods[i]);
             if got != want {
