@@ -485,10 +485,20 @@ def releases_and_reinjection():
         request(annotate(injected_pod(twice=True), "istio-job-sidecar/mode", "disabled")),
     )
     write(
-        "pod-proxy-twice-user-true-kept-native",
+        "pod-proxy-twice-user-true",
         request(annotate(injected_pod(twice=True), "sidecar.istio.io/nativeSidecar", "True")),
         QUIT,
     )
+    # Istio >= 1.27 renders "True" native but moves a classic proxy only for
+    # the exact "true": the native rendering beside the kube-injected classic
+    # one, the status naming the native one, which is kept.
+    quirk = injected_pod()
+    quirk["spec"]["initContainers"].insert(1, native_proxy())
+    native_status = fixture("istio-job-kube-injected-native.yaml")["spec"]["template"]["metadata"][
+        "annotations"]["sidecar.istio.io/status"]
+    quirk["metadata"]["annotations"]["sidecar.istio.io/status"] = native_status
+    annotate(quirk, "sidecar.istio.io/nativeSidecar", "True")
+    write("pod-native-rendered-beside-classic", request(quirk), EXIT)
 
 
 # --- Mode changes (reversible modes) -----------------------------------------
@@ -615,7 +625,7 @@ VARIANTS = {
     # the move of nativeSidecar, taken back by the other modes
     "injected": (injected_cronjob(), by_settings, ALL_PAIRS),
     # the move puts istio-init first; taken back, it goes back last
-    "injected-init": (injected_cronjob_with_init(), by_settings, ALL_PAIRS),
+    "ordered": (injected_cronjob_with_init(), by_settings, ALL_PAIRS),
     # a user's "yes", made the exact "true" and given back
     "asked": (annotate(quoting_cronjob(), "sidecar.istio.io/nativeSidecar", "yes"), by_settings, ALL_PAIRS),
     "flip": (

@@ -342,9 +342,9 @@ pub fn status_port(kind: Kind, object: &Value) -> u16 {
 /// The sidecar as Istio would have injected it in native form: what it had
 /// (its startup probe where the mesh wrote one: Istio writes it in both
 /// forms or in neither), `restartPolicy: Always`, and, where it has none,
-/// Istio's drain hook on the pod's status port (docs/facts.md, "The native
-/// form"; docs/design.md, "The move compared with Istio's own native
-/// injection").
+/// Istio's drain hook on the pod's status port
+/// (docs/facts.md, "The native form"; docs/design.md, "The move compared
+/// with Istio's own native injection").
 pub fn made_native(sidecar: &Value, status_port: u16) -> Value {
     let istio = istio_native_proxy();
     let mut moved = sidecar.clone();
