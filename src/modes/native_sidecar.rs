@@ -232,7 +232,9 @@ pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
         // as an init container is Istio's: its injector rendered the proxy
         // natively again, after the policy's webhook (Kubewarden >= 1.37.2),
         // and the proxy is Istio's own now.
-        (Some(_), Some((_, now))) if pod && lists_as_init(now, name) => {
+        (Some(_), Some((_, now)))
+            if pod && status_lists(now, "initContainers", name) == Some(true) =>
+        {
             return Ok(Undone::Done { changed: false })
         }
         (Some(_), Some(_)) => return refused("sidecar.istio.io/status changed since"),
@@ -256,17 +258,20 @@ pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
     Ok(Undone::Done { changed: true })
 }
 
-/// `sidecar.istio.io/status` lists `name` among the init containers.
-fn lists_as_init(status: &str, name: &str) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Status<'a> {
-        #[serde(borrow, default, rename = "initContainers")]
-        init: Option<Vec<std::borrow::Cow<'a, str>>>,
+/// Whether `sidecar.istio.io/status` lists `name` under `key`
+/// (`containers`, `initContainers`); `None` when the status is not an
+/// object of string lists. Read with the policy's own JSON tree.
+pub fn status_lists(status: &str, key: &str, name: &str) -> Option<bool> {
+    let raw: &serde_json::value::RawValue = serde_json::from_str(status).ok()?;
+    let mut node = Node::raw(raw);
+    let Some(list) = node.get_mut(key).ok()? else {
+        return Some(false);
+    };
+    let mut listed = false;
+    for item in list.items_mut().ok()? {
+        listed |= item.read_string().ok()?.as_deref() == Some(name);
     }
-    serde_json::from_str::<Status>(status)
-        .ok()
-        .and_then(|s| s.init)
-        .is_some_and(|init| init.iter().any(|n| n == name))
+    Some(listed)
 }
 
 /// Istio's init containers back at the indexes `init_from` records (each

@@ -24,6 +24,7 @@
 //! copy, and is left to the mode's refusal.
 
 use crate::json::ShapeError;
+use crate::modes::native_sidecar::status_lists;
 use crate::record::Applied;
 use crate::template::Template;
 use crate::workload::Workload;
@@ -57,34 +58,10 @@ pub fn twice(view: &Workload, name: &str) -> Option<Stale> {
     // A classic proxy has no restartPolicy of its own (a regular container
     // may not have one): anything else there is no copy Istio left.
     let classic = view.containers()[*c].restart_policy.is_none();
-    match listed_under(status, name) {
-        Some(List::Containers) => Some(Stale::Native(*i)),
-        Some(List::InitContainers) if classic => Some(Stale::Classic(*c)),
-        _ => None,
-    }
-}
-
-enum List {
-    Containers,
-    InitContainers,
-}
-
-/// Where `sidecar.istio.io/status` lists `name`, if it does, once.
-fn listed_under(status: &str, name: &str) -> Option<List> {
-    #[derive(serde::Deserialize)]
-    struct Status<'a> {
-        #[serde(borrow, default)]
-        containers: Option<Vec<std::borrow::Cow<'a, str>>>,
-        #[serde(borrow, default, rename = "initContainers")]
-        init_containers: Option<Vec<std::borrow::Cow<'a, str>>>,
-    }
-    let status: Status = serde_json::from_str(status).ok()?;
-    let has = |list: &Option<Vec<std::borrow::Cow<str>>>| {
-        list.as_ref().is_some_and(|l| l.iter().any(|n| n == name))
-    };
-    match (has(&status.containers), has(&status.init_containers)) {
-        (true, false) => Some(List::Containers),
-        (false, true) => Some(List::InitContainers),
+    let listed = |key| status_lists(status, key, name);
+    match (listed("containers")?, listed("initContainers")?) {
+        (true, false) => Some(Stale::Native(*i)),
+        (false, true) if classic => Some(Stale::Classic(*c)),
         _ => None,
     }
 }
@@ -114,4 +91,54 @@ pub fn resolve(
     let warning = (!reapplied)
         .then(|| format!("{name} was in both initContainers and containers: kept {kept}"));
     Ok((true, warning))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::Node;
+    use crate::view::Kind;
+    use rstest::rstest;
+    use serde_json::{json, Value};
+
+    const CLASSIC: &str = r#"{"initContainers":["istio-init"],"containers":["istio-proxy"]}"#;
+    const NATIVE: &str = r#"{"initContainers":["istio-init","istio-proxy"],"containers":null}"#;
+
+    fn pod(status: Option<&str>, regular: Value) -> Value {
+        let annotations = match status {
+            Some(s) => json!({"sidecar.istio.io/status": s}),
+            None => json!({}),
+        };
+        json!({"metadata": {"annotations": annotations}, "spec": {
+            "initContainers": [{"name": "istio-init"}, {"name": "istio-proxy", "restartPolicy": "Always"}],
+            "containers": [{"name": "app"}, regular]}})
+    }
+
+    fn stale(object: Value) -> Option<Stale> {
+        let text = object.to_string();
+        let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
+        let mut node = Node::raw(raw);
+        let view = Workload::read(Kind::Pod, &mut node).unwrap().unwrap();
+        twice(&view, "istio-proxy")
+    }
+
+    /// The copy Istio's status does not name is the stale one; a copy of a
+    /// native sidecar among the regular containers, or no status, is none.
+    #[rstest]
+    #[case::rendered_classic_again(pod(Some(CLASSIC), json!({"name": "istio-proxy"})), Some(Stale::Native(1)))]
+    #[case::rendered_native_beside_classic(pod(Some(NATIVE), json!({"name": "istio-proxy"})), Some(Stale::Classic(1)))]
+    #[case::a_native_copy_among_the_containers(
+        pod(Some(NATIVE), json!({"name": "istio-proxy", "restartPolicy": "Always"})),
+        None
+    )]
+    #[case::no_status(pod(None, json!({"name": "istio-proxy"})), None)]
+    #[case::status_names_both(
+        pod(Some(r#"{"initContainers":["istio-proxy"],"containers":["istio-proxy"]}"#), json!({"name": "istio-proxy"})),
+        None
+    )]
+    #[case::status_not_json(pod(Some("{"), json!({"name": "istio-proxy"})), None)]
+    #[case::once(pod(Some(CLASSIC), json!({"name": "other"})), None)]
+    fn which_copy_is_stale(#[case] object: Value, #[case] expected: Option<Stale>) {
+        assert_eq!(stale(object), expected);
+    }
 }
