@@ -92,13 +92,23 @@ distribution-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.
 # throwaway docker-registry and answers AdmissionReviews over TLS; then what
 # the API server sends to each example's webhook (webhooks.bats). The pieces
 # are in harness/ (docs/server-tests.md). POLICY_SERVER=path/to/policy-server.
+# Both run under each controller release of CONTROLLER_RELEASES: one naming
+# form each (clusterwide-<name> up to 1.37.1, kw.cap.<name> from 1.37.2,
+# which the API server calls after Istio's injector).
 POLICY_SERVER ?= policy-server
+CONTROLLER_RELEASES ?= 1.37.1 1.37.2
 server-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.wasm)
-	POLICY_SERVER=$(POLICY_SERVER) bats $(BATS_FLAGS) server.bats webhooks.bats
+	@set -e; for r in $(CONTROLLER_RELEASES); do \
+		echo "== Kubewarden controller $$r: server.bats webhooks.bats"; \
+		CONTROLLER_RELEASE=$$r POLICY_SERVER=$(POLICY_SERVER) bats $(BATS_FLAGS) server.bats webhooks.bats; \
+	done
 
 # Only what the API server sends to each example's webhook (no build, no server).
 webhook-tests:
-	bats $(BATS_FLAGS) webhooks.bats
+	@set -e; for r in $(CONTROLLER_RELEASES); do \
+		echo "== Kubewarden controller $$r: webhooks.bats"; \
+		CONTROLLER_RELEASE=$$r bats $(BATS_FLAGS) webhooks.bats; \
+	done
 
 clean:
 	cargo clean
