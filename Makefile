@@ -6,7 +6,7 @@ VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1
 OCI_REPOSITORY ?= ghcr.io/example/policies/istio-job-sidecar
 SOURCES     := $(shell find src -name '*.rs' -o -name '*.sh') Cargo.toml Cargo.lock
 
-.PHONY: all test unit-tests golden wasm-tests e2e-tests distribution-tests server-tests webhook-tests fmt lint clean demo bench floors runner cli scan-bench
+.PHONY: all test unit-tests golden wasm-tests e2e-tests distribution-tests server-tests webhook-tests schema-tests fmt lint clean demo bench floors runner cli scan-bench
 
 all: annotated-policy.wasm
 
@@ -109,6 +109,14 @@ webhook-tests:
 		echo "== Kubewarden controller $$r: webhooks.bats"; \
 		CONTROLLER_RELEASE=$$r bats $(BATS_FLAGS) webhooks.bats; \
 	done
+
+# Every object the policy writes in the golden cases (test_data/cases/) and
+# every final Pod of the journeys (test_data/journeys/) against Kubernetes'
+# own schemas, strict, for the newest Kubernetes kubernetes-validate knows;
+# the inputs malformed on purpose are listed in harness/schemas.py. Needs
+# python3 with kubernetes-validate (pip install kubernetes-validate==1.37.0).
+schema-tests:
+	python3 -m harness check-schemas
 
 clean:
 	cargo clean

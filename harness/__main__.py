@@ -18,14 +18,14 @@ Names follow the controller release $CONTROLLER_RELEASE (default: the
 newest form, kw.cap.<name>; 1.37.1 and older: clusterwide-<name>).
 The checks (each prints a line per item, exits 1 on any failure):
   case-policies, check-cases, check-example, check-bad-settings,
-  check-continue-on-errors, check-webhooks, check-table
+  check-continue-on-errors, check-webhooks, check-table, check-schemas
 """
 import argparse
 import json
 import sys
 from pathlib import Path
 
-from . import apiserver, checks, controller
+from . import apiserver, checks, controller, schemas
 from .policy_server import PolicyServer, StartFailed, make_tls, stop_pidfile
 
 
@@ -110,6 +110,11 @@ def main(argv=None):
     p = sub.add_parser("check-table", help="a selection table of test_data/selection/")
     p.add_argument("tables", nargs="+")
 
+    p = sub.add_parser("check-schemas", help="every object the golden cases and the journeys' final Pods hold, "
+                       "against Kubernetes' schemas (kubernetes-validate, strict)")
+    p.add_argument("--cases", default="test_data/cases")
+    p.add_argument("--journeys", default="test_data/journeys")
+
     args = parser.parse_args(argv)
     try:
         controller.release_number()
@@ -176,6 +181,16 @@ def main(argv=None):
     elif args.command == "check-table":
         for table in args.tables:
             failures += checks.check_table(table)
+    elif args.command == "check-schemas":
+        try:
+            failures, summary = schemas.check(args.cases, args.journeys)
+        except ImportError:
+            print("check-schemas needs kubernetes-validate: pip install kubernetes-validate==1.37.0", file=sys.stderr)
+            return 1
+        for failure in failures:
+            print("FAILED: " + failure)
+        print(summary)
+        return 1 if failures else 0
     for failure in failures:
         print("FAILED: " + failure)
     return 1 if failures else 0
