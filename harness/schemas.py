@@ -68,7 +68,7 @@ def journey_pods(journeys_dir):
     for path in sorted(glob.glob(os.path.join(str(journeys_dir), "*.json"))):
         name = Path(path).stem
         lists = list(_pod_lists(_load_json(path), "$"))
-        if not any(lists):
+        if not lists:
             raise ValueError("journey %s: no list named pods" % path)
         for where, pods in lists:
             for i, pod in enumerate(pods):

@@ -1,15 +1,19 @@
 """The harness's own rules, read off their sources: how each Kubewarden
 controller release names a ClusterAdmissionPolicy, and the order in which
-the API server calls its webhook beside Istio's injectors.
+the API server calls its webhook beside Istio's injectors; what the schema
+check reads and when it fails.
 
     python3 -m unittest harness.test_harness     # from the repository root
 """
+import importlib.util
 import json
 import os
+import tempfile
 import unittest
+from pathlib import Path
 from unittest import mock
 
-from . import apiserver, controller
+from . import apiserver, controller, schemas
 
 POLICY = controller.stored({
     "apiVersion": controller.API_VERSION, "kind": controller.KIND,
@@ -79,6 +83,59 @@ class CallOrder(unittest.TestCase):
     def test_names_sort_bytewise_as_go_sorts_them(self):
         self.assertEqual(apiserver.call_order(["kw.cap.a", "istio-sidecar-injector-canary", "Zeta", "clusterwide-z"]),
                          ["Zeta", "clusterwide-z", "istio-sidecar-injector-canary", "kw.cap.a"])
+
+
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+       "spec": {"restartPolicy": "Never", "containers": [{"name": "app", "image": "busybox"}]}}
+
+
+def write_case(cases, name, request_object, mutated):
+    (cases / name).mkdir(parents=True)
+    (cases / name / "request.json").write_text(json.dumps({"operation": "CREATE", "object": request_object}))
+    (cases / name / "expected.json").write_text(json.dumps({"accepted": True, "mutatedObject": mutated,
+                                                            "warnings": []}))
+
+
+@unittest.skipUnless(importlib.util.find_spec("kubernetes_validate"), "kubernetes-validate is not installed")
+class Schemas(unittest.TestCase):
+    def check(self, cases=(), journeys=None, omit=()):
+        """The check's failures for these cases (the listed ones added,
+        malformed, but those in `omit`) and this journey."""
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            self.cases_dir = root / "cases"
+            self.cases_dir.mkdir()
+            (root / "journeys").mkdir()
+            given = {c[0] for c in cases}
+            cases = [(name, {"kind": "Pod"}, None) for name in schemas.MALFORMED_ON_PURPOSE
+                     if name not in given and name not in omit] + list(cases)
+            for name, request_object, mutated in cases:
+                write_case(root / "cases", name, request_object, mutated)
+            (root / "journeys" / "j.json").write_text(json.dumps(journeys or {"pods": [POD]}))
+            with mock.patch("builtins.print"):
+                failures, _ = schemas.check(root / "cases", root / "journeys")
+            return failures
+
+    def test_what_was_written_is_checked_else_the_request_object(self):
+        bad = dict(POD, spec=dict(POD["spec"], bogus=1))
+        self.assertEqual(self.check([("written", POD, POD), ("unchanged", POD, None)]), [])
+        failures = self.check([("written", POD, bad), ("unchanged", bad, None), ("fixed", bad, POD)])
+        self.assertEqual([f.split(":")[0] for f in failures], ["case unchanged", "case written"])
+
+    def test_every_list_of_pods_of_a_journey_wherever_it_stands(self):
+        bad = dict(POD, spec={"containers": "app"})
+        failures = self.check(journeys={"orders": {"before": {"pods": [POD]}, "after": {"pods": [POD, bad]}}})
+        self.assertEqual([f.split(":")[0] for f in failures], ["journey j $.orders.after.pods[1]"])
+        with self.assertRaises(ValueError):
+            self.check(journeys={"hops": []})
+
+    def test_a_listed_case_that_validates_or_is_gone_fails(self):
+        listed = dict(schemas.MALFORMED_ON_PURPOSE, **{"valid-after-all": "a reason", "gone": "a reason"})
+        with mock.patch.object(schemas, "MALFORMED_ON_PURPOSE", listed):
+            failures = self.check([("valid-after-all", POD, None)], omit=["gone"])
+        self.assertEqual([f.split(" (")[0] for f in failures],
+                         ["case valid-after-all validates, yet is listed as malformed on purpose",
+                          "case gone is listed as malformed on purpose but is no case of %s" % self.cases_dir])
 
 
 if __name__ == "__main__":
