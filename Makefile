@@ -6,7 +6,7 @@ VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1
 OCI_REPOSITORY ?= ghcr.io/example/policies/istio-job-sidecar
 SOURCES     := $(shell find src -name '*.rs' -o -name '*.sh') Cargo.toml Cargo.lock
 
-.PHONY: all test unit-tests golden wasm-tests e2e-tests distribution-tests server-tests webhook-tests fmt lint clean demo bench floors runner cli scan-bench
+.PHONY: all test unit-tests golden wasm-tests e2e-tests distribution-tests server-tests webhook-tests schema-tests fmt lint clean demo bench floors runner cli scan-bench
 
 all: annotated-policy.wasm
 
@@ -92,13 +92,31 @@ distribution-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.
 # throwaway docker-registry and answers AdmissionReviews over TLS; then what
 # the API server sends to each example's webhook (webhooks.bats). The pieces
 # are in harness/ (docs/server-tests.md). POLICY_SERVER=path/to/policy-server.
+# Both run under each controller release of CONTROLLER_RELEASES: one naming
+# form each (clusterwide-<name> up to 1.37.1, kw.cap.<name> from 1.37.2,
+# which the API server calls after Istio's injector).
 POLICY_SERVER ?= policy-server
+CONTROLLER_RELEASES ?= 1.37.1 1.37.2
 server-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.wasm)
-	POLICY_SERVER=$(POLICY_SERVER) bats $(BATS_FLAGS) server.bats webhooks.bats
+	@set -e; for r in $(CONTROLLER_RELEASES); do \
+		echo "== Kubewarden controller $$r: server.bats webhooks.bats"; \
+		CONTROLLER_RELEASE=$$r POLICY_SERVER=$(POLICY_SERVER) bats $(BATS_FLAGS) server.bats webhooks.bats; \
+	done
 
 # Only what the API server sends to each example's webhook (no build, no server).
 webhook-tests:
-	bats $(BATS_FLAGS) webhooks.bats
+	@set -e; for r in $(CONTROLLER_RELEASES); do \
+		echo "== Kubewarden controller $$r: webhooks.bats"; \
+		CONTROLLER_RELEASE=$$r bats $(BATS_FLAGS) webhooks.bats; \
+	done
+
+# Every object the policy writes in the golden cases (test_data/cases/) and
+# every final Pod of the journeys (test_data/journeys/) against Kubernetes'
+# own schemas, strict, for the newest Kubernetes kubernetes-validate knows;
+# the inputs malformed on purpose are listed in harness/schemas.py. Needs
+# python3 with kubernetes-validate (pip install kubernetes-validate==1.37.0).
+schema-tests:
+	python3 -m harness check-schemas
 
 clean:
 	cargo clean

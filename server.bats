@@ -19,7 +19,11 @@
 #
 # Everything lives in one mktemp directory; teardown_file stops the
 # registry and every policy-server and removes it, whatever happened.
-# POLICY_SERVER=<path> runs another policy-server binary.
+# POLICY_SERVER=<path> runs another policy-server binary. The policy ids
+# (policies.yml, /validate/ paths) follow CONTROLLER_RELEASE
+# (harness/controller.py): kw.cap.<name> from Kubewarden 1.37.2 on (the
+# default), clusterwide-<name> up to 1.37.1; `make server-tests` runs this
+# file under each, policy-server 1.35 serving whichever ids policies.yml names.
 
 load bats_helpers
 
@@ -75,7 +79,7 @@ cases_server() {
 	[ -f "$SERVER_DIR/cases/server.json" ]
 }
 
-@test "policy-server starts as the controller configures it, pulls the module from the registry, serves TLS" {
+@test "policy-server starts as the controller of Kubewarden ${CONTROLLER_RELEASE:-(newest)} configures it, pulls the module from the registry, serves TLS" {
 	cases_server
 	local server url
 	server="$SERVER_DIR/cases/server.json"
@@ -98,7 +102,7 @@ cases_server() {
 	run curl -fsS -o /dev/null -H 'Content-Type: application/json' --data '{}' "$url/validate/x"
 	[ "$status" -ne 0 ]
 	run curl -sS --cacert "$(jq -r .cafile "$server")" -H 'Content-Type: application/json' \
-		--data @<(python3 -m harness review test_data/cases/job-create-native/request.json) "$url/validate/clusterwide-nope"
+		--data @<(python3 -m harness review test_data/cases/job-create-native/request.json) "$url/validate/$(python3 -m harness policy-id nope)"
 	echo "$output"
 	[[ "$output" == *'"status":404'* ]]
 }
@@ -117,16 +121,18 @@ cases_server() {
 	cases_server
 	python3 -m harness check-cases "$SERVER_DIR/cases" --entries "$SERVER_DIR/cases/entries.json" --variant monitor
 	# what an operator reads in monitor mode (README, "Roll out")
-	local logged
+	local logged id
 	logged=$(plain_log "$SERVER_DIR/cases" | grep 'policy evaluation (monitor mode)')
-	grep -qE 'policy_id="clusterwide-istio-job-sidecar-settings-[0-9]+-monitor" allowed_to_mutate=true' <<<"$logged"
+	id=$(python3 -m harness policy-id istio-job-sidecar-settings- | sed 's/\./\\./g')
+	grep -qE "policy_id=\"$id[0-9]+-monitor\" allowed_to_mutate=true" <<<"$logged"
 	grep -q 'patch: Some(' <<<"$logged"
-	! grep -qE 'policy_id="clusterwide-istio-job-sidecar-settings-[0-9]+(-file)?" allowed_to_mutate' <<<"$logged"
+	! grep -qE "policy_id=\"$id[0-9]+(-file)?\" allowed_to_mutate" <<<"$logged"
 }
 
 @test "policies.yml of examples/native-sidecar.yaml: what the controller writes, to the byte" {
-	local want
-	want='{"clusterwide-istio-job-sidecar":{"namespacedName":{"Namespace":"","Name":"istio-job-sidecar"},"module":"registry://ghcr.io/example/policies/istio-job-sidecar:v'"$(yaml_json metadata.yml | jq -r '.annotations["io.kubewarden.policy.version"]')"'","policyMode":"protect","allowedToMutate":true,"settings":{"mode":"nativeSidecar","sidecarContainerName":"istio-proxy","workloadOverride":true},"hostCapabilities":["*"]}}'
+	local want id
+	id=$(python3 -m harness policy-id istio-job-sidecar)
+	want='{"'"$id"'":{"namespacedName":{"Namespace":"","Name":"istio-job-sidecar"},"module":"registry://ghcr.io/example/policies/istio-job-sidecar:v'"$(yaml_json metadata.yml | jq -r '.annotations["io.kubewarden.policy.version"]')"'","policyMode":"protect","allowedToMutate":true,"settings":{"mode":"nativeSidecar","sidecarContainerName":"istio-proxy","workloadOverride":true},"hostCapabilities":["*"]}}'
 	run python3 -m harness policies-yml examples/native-sidecar.yaml
 	echo "got:  $output"
 	echo "want: $want"
@@ -134,7 +140,7 @@ cases_server() {
 	[ "$output" = "$want" ]
 	# both quitEndpoint policies on one PolicyServer: one entry each, sorted
 	run python3 -m harness policies-yml examples/quit-endpoint.yaml examples/quit-endpoint-labelled-pods.yaml
-	[ "$(jq -c 'keys' <<<"$output")" = '["clusterwide-istio-job-sidecar","clusterwide-istio-job-sidecar-labelled-pods"]' ]
+	[ "$(jq -c 'keys' <<<"$output")" = '["'"$id"'","'"$id"'-labelled-pods"]' ]
 	[ "$(jq -c '[.[].settings] | unique | length' <<<"$output")" = 1 ]
 }
 

@@ -8,6 +8,10 @@
 # matchConditions run by cel-python). The tables of test_data/selection/
 # hold each example to what its comments say.
 #
+# The names follow CONTROLLER_RELEASE (harness/controller.py): kw.cap.<name>
+# from Kubewarden 1.37.2 on (the default), clusterwide-<name> up to 1.37.1;
+# `make webhook-tests` runs this file under each.
+#
 #   make webhook-tests      # needs python3 with PyYAML and cel-python (.ci/run installs them)
 
 load bats_helpers
@@ -23,8 +27,14 @@ setup() {
 	fi
 }
 
-@test "every examples/*.yaml: the webhook the controller installs (name, path, v1 reviews, no side effects, no reinvocation, Kubewarden's namespace excluded, no matchLabels, matchConditions that compile, called before Istio's injector)" {
+@test "every examples/*.yaml: the webhook Kubewarden ${CONTROLLER_RELEASE:-(newest)} installs (name, path, v1 reviews, no side effects, no reinvocation, Kubewarden's namespace excluded, no matchLabels, matchConditions that compile, called before Istio's injector up to 1.37.1, after it from 1.37.2)" {
 	python3 -m harness check-webhooks examples/*.yaml
+}
+
+@test "the API server's order at Pod CREATE, Istio's injectors beside the policy: each controller release's names and order, the harness's own rules" {
+	echo "Kubewarden ${CONTROLLER_RELEASE:-(newest)}:"
+	python3 -m harness call-order examples/native-sidecar.yaml
+	python3 -m unittest -v harness.test_harness
 }
 
 @test "every examples/*.yaml selects what its comments say (test_data/selection/<example>.yaml)" {

@@ -5,22 +5,27 @@ The pieces for scripts (server.bats, webhooks.bats, a load benchmark):
   policies-yml FILE... [--module M]  policies.yml as the controller writes it
   webhook FILE [--no-match-conditions]
                                      the MutatingWebhookConfigurations it installs
+  policy-id NAME                     the id (webhook configuration, path) of a policy
+  call-order FILE                    the order the API server calls its webhooks
+                                     and Istio's injectors in
   review REQUEST.json                the AdmissionReview the API server sends
   start DIR --policies-yml F [--insecure-source H:P]
                                      policy-server in the background; DIR/server.json
   stop DIR                           ends it
   sent-request FILE REQUEST OUT      the request (or its variant labelled for
                                      injection) the webhooks of FILE send
+Names follow the controller release $CONTROLLER_RELEASE (default: the
+newest form, kw.cap.<name>; 1.37.1 and older: clusterwide-<name>).
 The checks (each prints a line per item, exits 1 on any failure):
   case-policies, check-cases, check-example, check-bad-settings,
-  check-continue-on-errors, check-webhooks, check-table
+  check-continue-on-errors, check-webhooks, check-table, check-schemas
 """
 import argparse
 import json
 import sys
 from pathlib import Path
 
-from . import apiserver, checks, controller
+from . import apiserver, checks, controller, schemas
 from .policy_server import PolicyServer, StartFailed, make_tls, stop_pidfile
 
 
@@ -40,6 +45,14 @@ def main(argv=None):
     p.add_argument("file")
     p.add_argument("--no-match-conditions", action="store_true",
                    help="a cluster without matchConditions (the controller leaves them out)")
+
+    p = sub.add_parser("policy-id", help="the id the controller gives the ClusterAdmissionPolicy NAME: its "
+                       "policies.yml key, webhook configuration and /validate/ path")
+    p.add_argument("name")
+
+    p = sub.add_parser("call-order", help="the order in which the API server calls the webhook configurations "
+                       "of the policies of FILE and Istio's injectors")
+    p.add_argument("file")
 
     p = sub.add_parser("review", help="the AdmissionReview the API server sends for an AdmissionRequest file")
     p.add_argument("request")
@@ -97,7 +110,16 @@ def main(argv=None):
     p = sub.add_parser("check-table", help="a selection table of test_data/selection/")
     p.add_argument("tables", nargs="+")
 
+    p = sub.add_parser("check-schemas", help="every object the golden cases and the journeys' final Pods hold, "
+                       "against Kubernetes' schemas (kubernetes-validate, strict)")
+    p.add_argument("--cases", default="test_data/cases")
+    p.add_argument("--journeys", default="test_data/journeys")
+
     args = parser.parse_args(argv)
+    try:
+        controller.release_number()
+    except ValueError as e:
+        parser.error("CONTROLLER_RELEASE: %s" % e)
     failures = []
     if args.command == "certs":
         for path in make_tls(args.dir):
@@ -108,6 +130,11 @@ def main(argv=None):
     elif args.command == "webhook":
         print(json.dumps([controller.webhook_configuration(p, match_conditions=not args.no_match_conditions)
                           for p in controller.load(args.file)], indent=2))
+    elif args.command == "policy-id":
+        print(controller.policy_id(args.name))
+    elif args.command == "call-order":
+        names = [controller.unique_name(p) for p in controller.load(args.file)]
+        print("\n".join(apiserver.call_order([*names, *apiserver.ISTIO_INJECTORS])))
     elif args.command == "review":
         print(json.dumps(apiserver.admission_review(checks.load_json(args.request))))
     elif args.command == "start":
@@ -154,6 +181,16 @@ def main(argv=None):
     elif args.command == "check-table":
         for table in args.tables:
             failures += checks.check_table(table)
+    elif args.command == "check-schemas":
+        try:
+            failures, summary = schemas.check(args.cases, args.journeys)
+        except ImportError:
+            print("check-schemas needs kubernetes-validate: pip install kubernetes-validate==1.37.0", file=sys.stderr)
+            return 1
+        for failure in failures:
+            print("FAILED: " + failure)
+        print(summary)
+        return 1 if failures else 0
     for failure in failures:
         print("FAILED: " + failure)
     return 1 if failures else 0

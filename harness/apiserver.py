@@ -235,10 +235,24 @@ class Webhook:
         return "sent", "every filter matches"
 
 
+# Istio's mutating webhook configurations (istioctl install, the istiod
+# chart): the default revision's injector and the revision tag `default`,
+# which calls the same injector.
+ISTIO_INJECTORS = ("istio-sidecar-injector", "istio-revision-tag-default")
+
+
 def call_order(names):
     """The order in which the API server calls mutating webhook
-    configurations: by name."""
+    configurations: by name (`mutating_webhook_manager.go`, sorted with
+    `MutatingWebhookConfigurationSorter.ByName`)."""
     return sorted(names)
+
+
+def called_before(name, others=ISTIO_INJECTORS):
+    """Those of `others` the API server calls before the webhook
+    configuration `name`."""
+    order = call_order([name, *others])
+    return order[:order.index(name)]
 
 
 # --- the AdmissionReview ------------------------------------------------------

@@ -333,24 +333,20 @@ def check_continue_on_errors(settings_files, module, workdir, valid_request):
 
 # --- webhook configurations -----------------------------------------------------
 
-# Istio's mutating webhook configurations (default revision and revision
-# tags): the API server calls mutating webhooks in name order, so ours must
-# sort before them to see Pods before injection.
-ISTIO_WEBHOOKS = ("istio-sidecar-injector", "istio-revision-tag-default")
-
-
-def check_webhooks(path):
+def check_webhooks(path, release=None):
     """The webhook configuration of each policy of `path` as the controller
-    installs it: its name and path, one webhook that is called with
-    AdmissionReview v1, no side effects, no reinvocation, Kubewarden's
+    of `release` installs it: its name and path, one webhook that is called
+    with AdmissionReview v1, no side effects, no reinvocation, Kubewarden's
     namespace excluded, the policy's own filters (matchLabels excepted,
     which the controller drops: none may be written), matchConditions that
-    compile, and a name that sorts before Istio's injector."""
+    compile, and called where Kubewarden's release notes say: before
+    Istio's injector up to 1.37.1, after it from 1.37.2 on."""
     failures = []
+    istio_first = controller.kw_cap(release)
     for policy in controller.load(path):
         spec = policy["spec"]
-        name = controller.unique_name(policy)
-        mwc = controller.webhook_configuration(policy)
+        name = controller.unique_name(policy, release)
+        mwc = controller.webhook_configuration(policy, release=release)
         webhooks = mwc["webhooks"]
         problems = []
         if mwc["metadata"]["name"] != name or len(webhooks) != 1:
@@ -358,7 +354,7 @@ def check_webhooks(path):
         w = webhooks[0]
         stored = apiserver.defaulted(w)
         want = {
-            "name": name + ".kubewarden.admission",
+            "name": controller.webhook_name(policy, release),
             "path": "/validate/" + name,
             "admissionReviewVersions": ["v1"],
             "sideEffects": "None",
@@ -391,12 +387,14 @@ def check_webhooks(path):
             problems.append(str(e))
         if w["rules"] != spec["rules"]:
             problems.append("rules differ from the policy's")
-        order = apiserver.call_order([mwc["metadata"]["name"], *ISTIO_WEBHOOKS])
-        if order[0] != mwc["metadata"]["name"]:
-            problems.append("called after Istio's injector: %s" % order)
-        print("%s %s: webhook %s, path %s, namespaceSelector %s" % (
+        before = apiserver.called_before(mwc["metadata"]["name"])
+        if before != (sorted(apiserver.ISTIO_INJECTORS) if istio_first else []):
+            problems.append("called after %s, expected %s Istio's %s" % (
+                before or "none of Istio's injectors", "after" if istio_first else "before",
+                " and ".join(apiserver.ISTIO_INJECTORS)))
+        print("%s %s: webhook %s, path %s, namespaceSelector %s, called %s Istio's injector" % (
             "ok  " if not problems else "FAIL", path, w["name"], w["clientConfig"]["service"]["path"],
-            canonical(w["namespaceSelector"])))
+            canonical(w["namespaceSelector"]), "after" if before else "before"))
         failures += ["%s (%s): %s" % (path, name, p) for p in problems]
     return failures
 

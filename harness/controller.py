@@ -14,9 +14,18 @@ Read off kubewarden/kubewarden-controller at v1.35.0:
 - the MutatingWebhookConfiguration of a mutating policy
   (internal/controller/policy_subreconciler_webhook.go,
   `reconcileMutatingWebhookConfiguration` and `namespaceSelector`).
+
+and, where admission controller 1.37.2 (GHSA-m5vp-9g65-pv6v) changed them,
+the names: a policy's id, its webhook configuration, its webhook and its
+path are `kw.cap.<name>` from 1.37.2 on, `clusterwide-<name>` (the webhook
+`clusterwide-<name>.kubewarden.admission`) up to 1.37.1. Every function that
+names something takes the controller's `release`; None is
+$CONTROLLER_RELEASE, else the newest form.
 """
 import copy
 import json
+import os
+import re
 
 import yaml
 
@@ -56,10 +65,43 @@ def stored(doc, where="policy"):
     return doc
 
 
-def unique_name(policy):
-    """`GetUniqueName` of a ClusterAdmissionPolicy: the policy id in
-    policy-server, the webhook configuration's name and its path."""
-    return "clusterwide-" + policy["metadata"]["name"]
+# One release of each naming form, oldest first: the tests run under each.
+RELEASES = ("1.37.1", "1.37.2")
+# The first release that names a ClusterAdmissionPolicy kw.cap.<name>.
+KW_CAP_SINCE = (1, 37, 2)
+
+
+def release_number(release=None):
+    """(major, minor, patch) of a release such as "1.37.2" or "v1.37.2";
+    None: $CONTROLLER_RELEASE, else the newest of RELEASES."""
+    text = release or os.environ.get("CONTROLLER_RELEASE") or RELEASES[-1]
+    match = re.fullmatch(r"v?(\d+)\.(\d+)\.(\d+)", text.strip())
+    if not match:
+        raise ValueError("Kubewarden controller release %r: expected MAJOR.MINOR.PATCH, such as %s"
+                         % (text, RELEASES[-1]))
+    return tuple(int(part) for part in match.groups())
+
+
+def kw_cap(release=None):
+    """Whether the controller of `release` names policies kw.cap.<name>."""
+    return release_number(release) >= KW_CAP_SINCE
+
+
+def policy_id(name, release=None):
+    """`GetUniqueName` of the ClusterAdmissionPolicy `name`: its id in
+    policies.yml, its webhook configuration's name and its path."""
+    return ("kw.cap." if kw_cap(release) else "clusterwide-") + name
+
+
+def unique_name(policy, release=None):
+    """`policy_id` of a stored policy."""
+    return policy_id(policy["metadata"]["name"], release)
+
+
+def webhook_name(policy, release=None):
+    """The name of the one webhook in the policy's webhook configuration."""
+    name = unique_name(policy, release)
+    return name if kw_cap(release) else name + ".kubewarden.admission"
 
 
 def go_json(value):
@@ -108,12 +150,12 @@ def policies_entry(policy, module=None):
     return entry
 
 
-def policies_yml(policies, module=None):
+def policies_yml(policies, module=None, release=None):
     """The ConfigMap's `policies.yml` for these policies (all on one
     PolicyServer): one JSON object, keys sorted as Go sorts a map's."""
     entries = {}
     for policy in policies:
-        name = unique_name(policy)
+        name = unique_name(policy, release)
         if name in entries:
             raise ValueError("two policies named %s on one PolicyServer" % name)
         entries[name] = policies_entry(policy, module)
@@ -144,7 +186,7 @@ def namespace_selector(policy, deployments_namespace=DEPLOYMENTS_NAMESPACE):
 
 
 def webhook_configuration(policy, deployments_namespace=DEPLOYMENTS_NAMESPACE, ca_bundle="",
-                          match_conditions=True):
+                          match_conditions=True, release=None):
     """The MutatingWebhookConfiguration the controller installs for a mutating
     ClusterAdmissionPolicy, with only the members it sets (the API server
     defaults the others: `apiserver.defaulted`). `match_conditions` False is
@@ -155,9 +197,9 @@ def webhook_configuration(policy, deployments_namespace=DEPLOYMENTS_NAMESPACE, c
     if not spec.get("mutating"):
         raise ValueError("%s is not mutating: the controller installs a ValidatingWebhookConfiguration"
                          % policy["metadata"]["name"])
-    name = unique_name(policy)
+    name = unique_name(policy, release)
     webhook = {
-        "name": name + ".kubewarden.admission",
+        "name": webhook_name(policy, release),
         "clientConfig": {
             "service": {
                 "namespace": deployments_namespace,

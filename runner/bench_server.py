@@ -189,7 +189,7 @@ class Client:
 
 
 def path_of(policy):
-    return "/validate/clusterwide-" + policy
+    return "/validate/" + controller.policy_id(policy)
 
 
 # --- the run -------------------------------------------------------------------------

@@ -361,16 +361,8 @@ fn examples_match_metadata_and_settings() {
                     "{at}: a namespaceSelector without matchExpressions selects every namespace"
                 );
             }
-            // The API server calls mutating webhooks in name order: the
-            // policy's (clusterwide-<name>) must come before Istio's injector
-            // to see Pods before injection.
-            let webhook = format!("clusterwide-{name}");
-            for istio in ["istio-sidecar-injector", "istio-revision-tag-default"] {
-                assert!(
-                    webhook.as_str() < istio,
-                    "{at}: webhook {webhook} sorts after Istio's {istio}"
-                );
-            }
+            // When the API server calls the webhook beside Istio's injector
+            // depends on Kubewarden's release, not on this name: webhooks.bats.
             names_seen.insert(name.to_owned());
         }
     }

@@ -43,8 +43,9 @@ pub struct Sample {
 pub const SAMPLES: [Sample; 2] = [
     Sample {
         title: "CronJob `hellocron` (Istio's sample, not injected yet)",
-        what: "At CREATE, Kubewarden runs before Istio's injector: the policy prepares the \
-               pod template so the sidecar Istio adds later stops when the job is done.",
+        what: "Istio injects only Pods: at the CronJob's CREATE the policy prepares its pod \
+               template, whichever of Kubewarden's and Istio's webhooks runs first at Pod \
+               CREATE, so that the sidecar Istio adds to each Pod stops when the job is done.",
         request: include_str!("../demo/cronjob.json"),
     },
     Sample {
