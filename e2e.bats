@@ -284,16 +284,83 @@ assert_settings_rejected() {
 	assert_patched 'restartPolicy'
 }
 
-@test "nativeSidecar: kube-injected with custom ports, startupProbe and drain hook on the pod's own ports" {
+@test "nativeSidecar: kube-injected with custom ports and no startupProbe: the drain hook on the pod's own port, no startupProbe added" {
 	local request=test_data/cases/kube-injected-custom-status-port-native/request.json moved
 	run_case kube-injected-custom-status-port-native
 	moved=$(decoded_patch | jq -c '.[] | select(.op == "add" and (.path | test("/initContainers/"))) | .value')
 	echo "moved = ${moved}"
-	# the startupProbe checks what the proxy's readinessProbe checks; the drain
-	# hook calls the status port of the pod's annotation
-	[ "$(jq -c .startupProbe.httpGet <<<"$moved")" = "$(jq -c '.object.spec.template.spec.containers[]
-		| select(.name == "istio-proxy") | .readinessProbe.httpGet' "$request")" ]
+	# a mesh that wrote no startupProbe in the classic form writes none in
+	# the native one; the drain hook calls the status port of the pod's annotation
+	[ "$(jq -c .startupProbe <<<"$moved")" = null ]
 	[[ "$(jq -c .lifecycle.preStop.exec.command <<<"$moved")" == *"\"--debug-port=$(jq -r '.object.spec.template.metadata.annotations["status.sidecar.istio.io/port"]' "$request")\""* ]]
+}
+
+@test "nativeSidecar: kube-injected with an init container of its own: istio-init, the proxy, then the user's, as Istio's native form" {
+	run_case kube-injected-own-init-container-native
+	[ "$(decoded_patch | patched_object test_data/cases/kube-injected-own-init-container-native/request.json |
+		jq -c '[.spec.template.spec.initContainers[].name]')" = '["istio-init","istio-proxy","db-migrate"]' ]
+}
+
+@test "nativeSidecar: a user's \"True\", \"yes\" or \"\" is made the exact \"true\" Istio 1.24-1.26 need, and recorded" {
+	run_case native-annotation-capital-true-made-exact
+	assert_patched '\"was\"'
+	run_case native-annotation-yes-made-exact
+	assert_patched '\"was\"'
+	run_case native-annotation-empty-made-exact
+	assert_patched '\"was\"'
+}
+
+@test "never wrapped in a namespace Istio never injects (kube-system); a proxy kube-injected there is moved" {
+	run_case kube-system-job-quit-unchanged
+	assert_not_patched
+	run_case kube-system-kube-injected-native
+	assert_patched 'initContainers'
+}
+
+@test "beside a proxy Istio injected natively, exitOnJobCompletion asks for the native form too; a user's \"false\" there is warned about" {
+	run_case exit-kube-injected-native-annotated
+	assert_patched 'nativeSidecar'
+	run_case quit-kube-injected-native-false-warns
+	assert_warning 'there twice'
+}
+
+@test "a Pod seen after Istio's injector (Kubewarden >= 1.37.2): the classic proxy moved" {
+	run_case pod-injected-classic-native
+	assert_patched 'initContainers'
+}
+
+@test "a Pod with the proxy in both lists (Istio's re-injection onto the Pod as it came): one kept, in every mode" {
+	run_case pod-proxy-twice-native
+	assert_warning 'was in both initContainers and containers'
+	run_case pod-proxy-twice-exit
+	assert_warning 'was in both initContainers and containers'
+	run_case pod-proxy-twice-quit
+	assert_warning 'was in both initContainers and containers'
+	run_case pod-proxy-twice-disabled
+	assert_warning 'was in both initContainers and containers'
+	run_case pod-proxy-twice-user-true
+	assert_warning 'kept the one in containers'
+	# 1.27's native rendering for "True" beside the classic proxy: the status names it
+	run_case pod-native-rendered-beside-classic
+	assert_warning 'kept the native one'
+}
+
+# After run_case $1 on a CronJob: no warning, and one istio-proxy in its
+# template once kwctl's patch is applied.
+assert_one_proxy() {
+	assert_no_warnings
+	[ "$(decoded_patch | patched_object "test_data/cases/$1/request.json" |
+		jq '[.spec.jobTemplate.spec.template.spec.containers[], .spec.jobTemplate.spec.template.spec.initContainers[]?
+			| select(.name == "istio-proxy")] | length')" = 1 ]
+}
+
+@test "a re-apply of a moved kube-injected CronJob brings the classic proxy back: resolved to one, without a warning, the apply lands" {
+	run_case gitops-reapplied-moved-proxy-native
+	assert_one_proxy gitops-reapplied-moved-proxy-native
+	run_case gitops-reapplied-moved-proxy-quit
+	assert_one_proxy gitops-reapplied-moved-proxy-quit
+	run_case gitops-reapplied-moved-proxy-disabled
+	assert_one_proxy gitops-reapplied-moved-proxy-disabled
 }
 
 @test "nativeSidecar: kube-injected proxy with its own lifecycle and no probes, moved without adding either" {
@@ -760,6 +827,30 @@ mode_changes() {
 
 @test "mode change, kube-injected CronJob: quitEndpoint, then every mode and disabled" {
 	mode_changes injected quitEndpoint
+}
+
+@test "mode change, kube-injected CronJob with an init container of its own: nativeSidecar (istio-init put first), then every mode and disabled" {
+	mode_changes ordered nativeSidecar
+}
+
+@test "mode change, kube-injected CronJob with an init container of its own: exitOnJobCompletion, then every mode and disabled" {
+	mode_changes ordered exitOnJobCompletion
+}
+
+@test "mode change, kube-injected CronJob with an init container of its own: quitEndpoint, then every mode and disabled" {
+	mode_changes ordered quitEndpoint
+}
+
+@test "mode change, a user's nativeSidecar \"yes\": nativeSidecar (made \"true\"), then every mode and disabled" {
+	mode_changes asked nativeSidecar
+}
+
+@test "mode change, a user's nativeSidecar \"yes\": exitOnJobCompletion, then every mode and disabled" {
+	mode_changes asked exitOnJobCompletion
+}
+
+@test "mode change, a user's nativeSidecar \"yes\": quitEndpoint, then every mode and disabled" {
+	mode_changes asked quitEndpoint
 }
 
 @test "mode change, the team flips istio-job-sidecar/mode: nativeSidecar, then every mode and disabled" {

@@ -20,7 +20,8 @@ pub struct Facts<'f> {
     /// (`Workload::mode_annotation`).
     pub mode_annotation: Option<&'f str>,
     /// Istio's injector will not inject this pod: `sidecar.istio.io/inject`
-    /// says "false" as Istio reads it, or the pod is on the host's network.
+    /// says "false" as every release reads it, the pod is on the host's
+    /// network, or its namespace is one Istio never injects.
     pub injection_off: bool,
     /// A proxy is already there: `sidecar.istio.io/status` says Istio
     /// injected one, or a container has the sidecar's name (a Pod of a

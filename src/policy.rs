@@ -5,11 +5,12 @@
 use crate::decide::{self, decide, Facts, Plan, Skip};
 use crate::json::{Node, ShapeError};
 use crate::modes::change::undo_then_apply;
+use crate::modes::one_proxy;
 use crate::request::Request;
 use crate::response;
 use crate::settings::{Mode, Settings};
 use crate::template::Template;
-use crate::view::{Kind, ANNOTATION_OWNER_MODE};
+use crate::view::{Kind, ANNOTATION_OWNER_MODE, NEVER_INJECTED_NAMESPACES};
 use crate::workload::{self, OwnerMode};
 
 /// The `validate` answer for a raw payload (JSON `ValidationResponse` bytes).
@@ -116,7 +117,8 @@ pub fn answer(payload: &[u8]) -> (Answer<'_>, Verdict) {
             Ok(None) => return unexpected("no pod template"),
             Err(why) => return unexpected(&why),
         };
-        match decide_and_edit(&mut template, operation, &settings) {
+        let namespace = request.namespace.as_deref();
+        match decide_and_edit(&mut template, operation, namespace, &settings) {
             Ok(edited) => edited,
             Err(e) => return unexpected(&e.to_string()),
         }
@@ -134,16 +136,18 @@ pub fn answer(payload: &[u8]) -> (Answer<'_>, Verdict) {
 fn decide_and_edit(
     template: &mut Template,
     operation: &str,
+    namespace: Option<&str>,
     settings: &Settings,
 ) -> Result<(bool, Vec<String>, Verdict), ShapeError> {
     let kind = template.kind();
     let view = template.view()?;
+    let never_injected = namespace.is_some_and(|ns| NEVER_INJECTED_NAMESPACES.contains(&ns));
     let facts = Facts {
         kind,
         operation,
         restart_policy: view.spec.restart_policy.as_deref(),
         mode_annotation: view.mode_annotation(),
-        injection_off: view.injection_off(),
+        injection_off: view.injection_off() || never_injected,
         injected: view.injection_status().is_some()
             || view.has_container(&settings.sidecar_container_name),
     };
@@ -163,7 +167,9 @@ fn decide_and_edit(
             OwnerMode::Remove => None,
         }),
     };
-    if wanted.is_none() && owner_mode.is_none() && !view.has_record() {
+    let name = settings.sidecar_container_name.as_str();
+    let twice = one_proxy::twice(view, name).is_some();
+    if wanted.is_none() && owner_mode.is_none() && !view.has_record() && !twice {
         return Ok((false, warnings, verdict));
     }
     let (mut changed, more) = undo_then_apply(template, settings, wanted)?;

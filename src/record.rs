@@ -9,18 +9,26 @@
 //!
 //! ```text
 //! {"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}
-//! {"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar","moved":"istio-proxy","from":1,"added":["restartPolicy","startupProbe","lifecycle"],"status":"<sidecar.istio.io/status before>"}
+//! {"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar","moved":"istio-proxy","from":1,"added":["restartPolicy","lifecycle"],"status":"<sidecar.istio.io/status before>"}
 //! {"mode":"exitOnJobCompletion","inserted":"\nexitOnJobCompletion: true"}
 //! {"mode":"quitEndpoint","container":"pi"}
 //! ```
 //!
-//! A move records the annotation only when it wrote it (a user's own
-//! `sidecar.istio.io/nativeSidecar` is theirs); one recorded by an earlier
-//! version has none. A move that replaced a `restartPolicy` the proxy
-//! already had records it as `"restartPolicy"`; a move that did not rewrite the status has no
-//! `"status"`; an exitOnJobCompletion that created the whole annotation
-//! adds `"created":true`. The quitEndpoint record needs no copy of the
-//! command: the wrapper carries the original argv after its fixed prefix.
+//! `"annotation"` says that the policy made `sidecar.istio.io/nativeSidecar`
+//! the exact `"true"`: nativeSidecar always asks Istio for it, and the
+//! other modes beside a proxy Istio injected natively, whose re-injection
+//! would otherwise render a second, classic proxy. It is recorded only
+//! when the policy wrote it (a user's own value is theirs), with `"was"`,
+//! the user's value it replaced, when it made a value that Istio 1.24-1.26
+//! would not read as native (`"True"`, `"yes"`) exact; a move recorded by
+//! an earlier version has none. A move that replaced a `restartPolicy` the
+//! proxy already had records it as `"restartPolicy"`; a move that did not
+//! rewrite the status has no `"status"`; a move that put Istio's own init
+//! containers first records where they were as `"initFrom"`
+//! (`{"istio-init":1}`); an exitOnJobCompletion that created the whole
+//! annotation adds `"created":true`. The quitEndpoint record needs no copy
+//! of the command: the wrapper carries the original argv after its fixed
+//! prefix.
 //!
 //! The annotation `istio-job-sidecar/quit-wrapped: <container>` of earlier
 //! versions is read as a quitEndpoint record and replaced on the next pass.
@@ -35,15 +43,29 @@ use std::borrow::Cow;
 /// What one mode changed, and what undoing it needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Applied {
-    /// nativeSidecar added `sidecar.istio.io/nativeSidecar: "true"`.
-    NativeAnnotation,
+    /// nativeSidecar made `sidecar.istio.io/nativeSidecar` `"true"`.
+    NativeAnnotation(Annotated),
     /// nativeSidecar moved an injected proxy into `initContainers`.
     NativeMove(Move),
     /// exitOnJobCompletion inserted `inserted` into `proxy.istio.io/config`
     /// (and created the annotation when `created`).
-    ExitOnJobCompletion { inserted: String, created: bool },
+    ExitOnJobCompletion {
+        inserted: String,
+        created: bool,
+        annotation: Option<Annotated>,
+    },
     /// quitEndpoint wrapped the command of `container`.
-    QuitEndpoint { container: String },
+    QuitEndpoint {
+        container: String,
+        annotation: Option<Annotated>,
+    },
+}
+
+/// The policy made `sidecar.istio.io/nativeSidecar` the exact `"true"`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Annotated {
+    /// The user's value it replaced; `None`: the annotation was absent.
+    pub was: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,8 +80,11 @@ pub struct Move {
     pub restart_policy: Option<String>,
     /// `sidecar.istio.io/status` before the move, when the move rewrote it.
     pub status: Option<String>,
-    /// The move wrote `sidecar.istio.io/nativeSidecar: "true"`.
-    pub annotation: bool,
+    /// Where Istio's own init containers were in `initContainers` before
+    /// the move put them first, by name; empty when it did not move them.
+    pub init_from: Vec<(String, usize)>,
+    /// The move made `sidecar.istio.io/nativeSidecar` `"true"`.
+    pub annotation: Option<Annotated>,
 }
 
 /// The record as found on a template.
@@ -80,10 +105,31 @@ pub enum Record {
 impl Applied {
     pub fn mode(&self) -> Mode {
         match self {
-            Applied::NativeAnnotation | Applied::NativeMove(_) => Mode::NativeSidecar,
+            Applied::NativeAnnotation(_) | Applied::NativeMove(_) => Mode::NativeSidecar,
             Applied::ExitOnJobCompletion { .. } => Mode::ExitOnJobCompletion,
             Applied::QuitEndpoint { .. } => Mode::QuitEndpoint,
         }
+    }
+
+    /// What the record says the policy did to `sidecar.istio.io/nativeSidecar`.
+    pub fn annotation(&self) -> Option<&Annotated> {
+        match self {
+            Applied::NativeAnnotation(a) => Some(a),
+            Applied::NativeMove(m) => m.annotation.as_ref(),
+            Applied::ExitOnJobCompletion { annotation, .. }
+            | Applied::QuitEndpoint { annotation, .. } => annotation.as_ref(),
+        }
+    }
+
+    /// The same record, saying `annotation` of `sidecar.istio.io/nativeSidecar`.
+    pub fn with_annotation(mut self, edit: Option<Annotated>) -> Applied {
+        match &mut self {
+            Applied::NativeAnnotation(a) => *a = edit.unwrap_or_default(),
+            Applied::NativeMove(m) => m.annotation = edit,
+            Applied::ExitOnJobCompletion { annotation, .. }
+            | Applied::QuitEndpoint { annotation, .. } => *annotation = edit,
+        }
+        self
     }
 
     /// The annotation value.
@@ -100,36 +146,39 @@ impl Applied {
         let mut node = Node::raw(raw);
         let mut fields = Fields(node.members_mut().map_err(|_| "it is not a JSON object")?);
         let mode = fields.string("mode")?.ok_or("it names no mode")?;
+        let annotation = match fields.string("annotation")? {
+            Some(name) if name == ANNOTATION_NATIVE_SIDECAR => Some(Annotated {
+                was: fields.string("was")?,
+            }),
+            Some(_) => return Err("it names another annotation".into()),
+            None => None,
+        };
         let (applied, members): (Applied, &[&str]) = match Mode::parse(&mode) {
-            Some(Mode::NativeSidecar) => {
-                let annotation = match fields.string("annotation")? {
-                    Some(name) if name == ANNOTATION_NATIVE_SIDECAR => true,
-                    Some(_) => return Err("it names another annotation".into()),
-                    None => false,
-                };
-                match fields.string("moved")? {
-                    None if annotation => (Applied::NativeAnnotation, &["annotation"]),
+            Some(Mode::NativeSidecar) => match fields.string("moved")? {
+                None => match annotation {
+                    Some(a) => (Applied::NativeAnnotation(a), &[]),
                     None => return Err("it names no proxy".into()),
-                    Some(container) => (
-                        Applied::NativeMove(Move {
-                            container,
-                            from: fields.index("from")?,
-                            added: fields.added()?,
-                            restart_policy: fields.string("restartPolicy")?,
-                            status: fields.string("status")?,
-                            annotation,
-                        }),
-                        &[
-                            "annotation",
-                            "moved",
-                            "from",
-                            "added",
-                            "restartPolicy",
-                            "status",
-                        ],
-                    ),
-                }
-            }
+                },
+                Some(container) => (
+                    Applied::NativeMove(Move {
+                        container,
+                        from: fields.index("from")?,
+                        added: fields.added()?,
+                        restart_policy: fields.string("restartPolicy")?,
+                        status: fields.string("status")?,
+                        init_from: fields.init_from()?,
+                        annotation,
+                    }),
+                    &[
+                        "moved",
+                        "from",
+                        "added",
+                        "restartPolicy",
+                        "status",
+                        "initFrom",
+                    ],
+                ),
+            },
             Some(Mode::ExitOnJobCompletion) => (
                 Applied::ExitOnJobCompletion {
                     // Every merge inserts the key: any other text is not one.
@@ -138,18 +187,25 @@ impl Applied {
                         .filter(|text| text.contains(KEY))
                         .ok_or("it has no inserted key")?,
                     created: fields.flag("created")?,
+                    annotation,
                 },
                 &["inserted", "created"],
             ),
             Some(Mode::QuitEndpoint) => (
                 Applied::QuitEndpoint {
                     container: fields.string("container")?.ok_or("it names no container")?,
+                    annotation,
                 },
                 &["container"],
             ),
             None => return Err("it names an unknown mode".into()),
         };
-        fields.only(members)?;
+        let annotated: &[&str] = match applied.annotation() {
+            Some(Annotated { was: Some(_) }) => &["annotation", "was"],
+            Some(_) => &["annotation"],
+            None => &[],
+        };
+        fields.only(members, annotated)?;
         Ok(applied)
     }
 }
@@ -214,35 +270,63 @@ impl<'a> Fields<'_, 'a> {
             .collect()
     }
 
-    /// No member but `mode` and `allowed`.
-    fn only(&self, allowed: &[&str]) -> Result<(), String> {
-        match self
-            .0
-            .iter()
-            .find(|(k, _)| k != "mode" && !allowed.contains(&k.as_ref()))
-        {
+    /// `initFrom`: Istio's init containers by name, each with its index.
+    fn init_from(&mut self) -> Result<Vec<(String, usize)>, String> {
+        let not_ours = || "initFrom names a container the move never puts first".to_owned();
+        let Some(map) = self.get("initFrom")? else {
+            return Ok(Vec::new());
+        };
+        let members = map.members_mut().map_err(|_| not_ours())?;
+        let mut init_from = Vec::with_capacity(members.len());
+        for (name, index) in members.iter_mut() {
+            if !ISTIO_INIT_CONTAINERS.contains(&name.as_ref())
+                || init_from.iter().any(|(n, _)| n == name)
+            {
+                return Err(not_ours());
+            }
+            let index = match index {
+                Node::Raw(raw) => raw.get().parse::<u32>().ok(),
+                _ => None,
+            }
+            .ok_or("initFrom is not a map of indexes")?;
+            init_from.push((name.clone().into_owned(), index as usize));
+        }
+        Ok(init_from)
+    }
+
+    /// No member but `mode` and those of `allowed` and `annotated`.
+    fn only(&self, allowed: &[&str], annotated: &[&str]) -> Result<(), String> {
+        match self.0.iter().find(|(k, _)| {
+            k != "mode" && !allowed.contains(&k.as_ref()) && !annotated.contains(&k.as_ref())
+        }) {
             None => Ok(()),
             Some((key, _)) => Err(format!("it has an unknown member {key:?}")),
         }
     }
 }
 
-/// The members a move may add; any other name is not the policy's.
+/// The members a move may add (`startupProbe` by earlier versions); any
+/// other name is not the policy's.
 const MOVE_ADDS: [&str; 3] = ["restartPolicy", "startupProbe", "lifecycle"];
+
+/// Istio's init containers, which a move puts first
+/// (`native_sidecar::ISTIO_FIRST`).
+const ISTIO_INIT_CONTAINERS: [&str; 3] = ["istio-init", "istio-validation", "enable-core-dump"];
 
 /// Written by hand so that `mode` comes first, as a reader expects.
 impl Serialize for Applied {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("mode", self.mode().as_str())?;
-        match self {
-            Applied::NativeAnnotation => {
-                map.serialize_entry("annotation", ANNOTATION_NATIVE_SIDECAR)?;
+        if let Some(annotation) = self.annotation() {
+            map.serialize_entry("annotation", ANNOTATION_NATIVE_SIDECAR)?;
+            if let Some(was) = &annotation.was {
+                map.serialize_entry("was", was)?;
             }
+        }
+        match self {
+            Applied::NativeAnnotation(_) => {}
             Applied::NativeMove(m) => {
-                if m.annotation {
-                    map.serialize_entry("annotation", ANNOTATION_NATIVE_SIDECAR)?;
-                }
                 map.serialize_entry("moved", &m.container)?;
                 map.serialize_entry("from", &m.from)?;
                 map.serialize_entry("added", &m.added)?;
@@ -252,16 +336,34 @@ impl Serialize for Applied {
                 if let Some(status) = &m.status {
                     map.serialize_entry("status", status)?;
                 }
+                if !m.init_from.is_empty() {
+                    map.serialize_entry("initFrom", &InitFrom(&m.init_from))?;
+                }
             }
-            Applied::ExitOnJobCompletion { inserted, created } => {
+            Applied::ExitOnJobCompletion {
+                inserted, created, ..
+            } => {
                 map.serialize_entry("inserted", inserted)?;
                 if *created {
                     map.serialize_entry("created", &true)?;
                 }
             }
-            Applied::QuitEndpoint { container } => {
+            Applied::QuitEndpoint { container, .. } => {
                 map.serialize_entry("container", container)?;
             }
+        }
+        map.end()
+    }
+}
+
+/// `initFrom` as a JSON object, in the order it was recorded.
+struct InitFrom<'m>(&'m [(String, usize)]);
+
+impl Serialize for InitFrom<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, index) in self.0 {
+            map.serialize_entry(name, index)?;
         }
         map.end()
     }
@@ -282,6 +384,7 @@ impl Record {
             (None, Some(container)) => Record::Read {
                 applied: Applied::QuitEndpoint {
                     container: container.to_owned(),
+                    annotation: None,
                 },
                 legacy: true,
             },
@@ -310,38 +413,59 @@ mod tests {
             added: vec!["restartPolicy".into(), "startupProbe".into()],
             restart_policy: restart_policy.map(str::to_owned),
             status: status.map(str::to_owned),
-            annotation: false,
+            init_from: Vec::new(),
+            annotation: None,
         })
+    }
+
+    fn ours() -> Option<Annotated> {
+        Some(Annotated::default())
     }
 
     #[rstest]
     #[case::annotation(
-        Applied::NativeAnnotation,
+        Applied::NativeAnnotation(Annotated::default()),
         r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}"#
+    )]
+    #[case::annotation_made_exact(
+        Applied::NativeAnnotation(Annotated { was: Some("True".into()) }),
+        r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar","was":"True"}"#
     )]
     #[case::moved(
         moved(None, Some(r#"{"containers":["istio-proxy"]}"#)),
         r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1,"added":["restartPolicy","startupProbe"],"status":"{\"containers\":[\"istio-proxy\"]}"}"#
     )]
     #[case::moved_with_annotation(
-        Applied::NativeMove(Move { annotation: true, ..match moved(None, None) { Applied::NativeMove(m) => m, _ => unreachable!() } }),
+        moved(None, None).with_annotation(ours()),
         r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar","moved":"istio-proxy","from":1,"added":["restartPolicy","startupProbe"]}"#
     )]
     #[case::moved_replacing(
         moved(Some("Never"), None),
         r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1,"added":["restartPolicy","startupProbe"],"restartPolicy":"Never"}"#
     )]
+    #[case::moved_istio_init_first(
+        Applied::NativeMove(Move {
+            init_from: vec![("istio-init".into(), 1)],
+            added: vec!["restartPolicy".into(), "lifecycle".into()],
+            ..match moved(None, None) { Applied::NativeMove(m) => m, _ => unreachable!() }
+        }),
+        r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1,"added":["restartPolicy","lifecycle"],"initFrom":{"istio-init":1}}"#
+    )]
     #[case::exit(
-        Applied::ExitOnJobCompletion { inserted: "\nexitOnJobCompletion: true".into(), created: false },
+        Applied::ExitOnJobCompletion { inserted: "\nexitOnJobCompletion: true".into(), created: false, annotation: None },
         r#"{"mode":"exitOnJobCompletion","inserted":"\nexitOnJobCompletion: true"}"#
     )]
     #[case::exit_created(
-        Applied::ExitOnJobCompletion { inserted: "exitOnJobCompletion: true".into(), created: true },
+        Applied::ExitOnJobCompletion { inserted: "exitOnJobCompletion: true".into(), created: true, annotation: None },
         r#"{"mode":"exitOnJobCompletion","inserted":"exitOnJobCompletion: true","created":true}"#
     )]
     #[case::quit(
-        Applied::QuitEndpoint { container: "pi".into() },
+        Applied::QuitEndpoint { container: "pi".into(), annotation: None },
         r#"{"mode":"quitEndpoint","container":"pi"}"#
+    )]
+    #[case::quit_beside_a_native_proxy(
+        Applied::QuitEndpoint { container: "pi".into(), annotation: ours() },
+        r#"{"mode":"quitEndpoint","annotation":"sidecar.istio.io/nativeSidecar","container":"pi"}"#
     )]
     fn written_as_the_readme_says_and_read_back(#[case] applied: Applied, #[case] text: &str) {
         assert_eq!(applied.to_text(), text);
@@ -386,6 +510,18 @@ mod tests {
         r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1.0}"#,
         "from is not an index"
     )]
+    #[case::was_without_annotation(
+        r#"{"mode":"quitEndpoint","container":"pi","was":"True"}"#,
+        "unknown member \"was\""
+    )]
+    #[case::init_from_other_container(
+        r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1,"initFrom":{"db":0}}"#,
+        "never puts first"
+    )]
+    #[case::init_from_not_index(
+        r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1,"initFrom":{"istio-init":"1"}}"#,
+        "not a map of indexes"
+    )]
     #[case::created_not_bool(
         r#"{"mode":"exitOnJobCompletion","inserted":"exitOnJobCompletion: true","created":"yes"}"#,
         "created is not a boolean"
@@ -401,7 +537,8 @@ mod tests {
             Record::read(None, Some("pi")),
             Record::Read {
                 applied: Applied::QuitEndpoint {
-                    container: "pi".into()
+                    container: "pi".into(),
+                    annotation: None,
                 },
                 legacy: true
             }
@@ -409,7 +546,7 @@ mod tests {
         let new = r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}"#;
         assert_eq!(
             Record::read(Some(new), Some("pi")).applied(),
-            Some(&Applied::NativeAnnotation)
+            Some(&Applied::NativeAnnotation(Annotated::default()))
         );
         assert!(matches!(
             Record::read(Some("{"), None),

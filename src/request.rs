@@ -1,6 +1,7 @@
 //! The light view of a request, read in one pass over the payload.
 //!
-//! Only `request.kind`, `request.operation`, `settings` and the parts of
+//! Only `request.kind`, `request.operation`, `request.namespace`,
+//! `settings` and the parts of
 //! `request.object` a decision or a mode needs are looked at; the object is
 //! expanded along the paths of its kind (`workload::shape`) and everything
 //! else stays raw, borrowed from the payload. When the kind and operation,
@@ -30,6 +31,8 @@ pub struct Request<'a> {
     /// `request.kind` when it is a kind this policy handles.
     pub kind: Option<Kind>,
     pub operation: Option<Cow<'a, str>>,
+    /// `request.namespace`: the namespace of a namespaced object.
+    pub namespace: Option<Cow<'a, str>>,
     /// `request.object`, expanded for its kind; `None` when absent, null, or
     /// not read because kind and operation already decided.
     pub object: Option<Node<'a>>,
@@ -113,6 +116,9 @@ impl<'de> Visitor<'de> for RequestSeed<'_, 'de, '_> {
                 }
                 "operation" => {
                     request.operation = map.next_value::<Option<Key>>()?.map(|Key(k)| k);
+                }
+                "namespace" => {
+                    request.namespace = map.next_value::<Option<Key>>()?.map(|Key(k)| k);
                 }
                 "object" => {
                     let wanted = match (kind_seen, request.kind) {

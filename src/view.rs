@@ -24,6 +24,15 @@ pub const EXIT_ON_JOB_COMPLETION: &str = "exitOnJobCompletion";
 pub const ANNOTATION_STATUS_PORT: &str = "status.sidecar.istio.io/port";
 /// Both a label (preferred by Istio) and a legacy annotation.
 pub const INJECT: &str = "sidecar.istio.io/inject";
+/// Namespaces Istio's injector never injects, whatever their labels say
+/// (`pkg/kube/inject/initializer.go`, `IgnoredNamespaces`, checked first
+/// by `injectRequired`).
+pub const NEVER_INJECTED_NAMESPACES: [&str; 4] = [
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "local-path-storage",
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

@@ -417,6 +417,88 @@ def main():
         "kube-injected-native-false-respected",
         request(annotate(fixture("istio-job-kube-injected-classic.yaml"), "sidecar.istio.io/nativeSidecar", "false")),
     )
+    releases_and_reinjection()
+
+
+def native_proxy():
+    """The proxy of Istio's native kube-inject output (an init container)."""
+    native = fixture("istio-job-kube-injected-native.yaml")
+    return copy.deepcopy(
+        next(c for c in template(native)["spec"]["initContainers"] if c["name"] == "istio-proxy")
+    )
+
+
+def injected_pod(twice=False):
+    """A Pod of Istio's classic kube-injected Job as the Job controller makes
+    it, seen after Istio's webhook (Kubewarden >= 1.37.2). With `twice`, its
+    template had the proxy native and the webhook rendered it classic again:
+    Istio merges onto the Pod as it came, so it is in both lists."""
+    job = fixture("istio-job-kube-injected-classic.yaml")
+    t = copy.deepcopy(template(job))
+    p = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": dict(t["metadata"], generateName="pi-", namespace="default"),
+        "spec": t["spec"],
+    }
+    if twice:
+        p["spec"]["initContainers"].insert(1, native_proxy())
+    return p
+
+
+def releases_and_reinjection():
+    """What Istio's releases read differently, its re-injection, and the
+    order of the native form (docs/facts.md, "The journey of a workload")."""
+    # sidecar.istio.io/nativeSidecar: 1.24-1.26 render native only for the
+    # exact "true"; a user's other opt-in is made exact (and recorded).
+    for case, value in [("capital-true", "True"), ("yes", "yes"), ("empty", "")]:
+        write(
+            "native-annotation-%s-made-exact" % case,
+            request(annotate(job(), "sidecar.istio.io/nativeSidecar", value)),
+        )
+    # Istio never injects these namespaces: nothing to wrap; a proxy
+    # kube-injected there is moved all the same.
+    write("kube-system-job-quit-unchanged", request(job(), namespace="kube-system"), QUIT)
+    write(
+        "kube-system-kube-injected-native",
+        request(fixture("istio-job-kube-injected-classic.yaml"), namespace="kube-system"),
+    )
+    # The native form's order: Istio's init containers, the proxy, the rest.
+    own_init = fixture("istio-job-kube-injected-classic.yaml")
+    spec = template(own_init)["spec"]
+    spec["initContainers"].insert(0, {"name": "db-migrate", "image": "migrate:3", "command": ["migrate", "up"]})
+    write("kube-injected-own-init-container-native", request(own_init))
+    # Beside a proxy Istio injected natively the other modes ask for the
+    # native form too; a user's "false" there is warned about.
+    write("exit-kube-injected-native-annotated", request(fixture("istio-job-kube-injected-native.yaml")), EXIT)
+    write(
+        "quit-kube-injected-native-false-warns",
+        request(annotate(fixture("istio-job-kube-injected-native.yaml"), "sidecar.istio.io/nativeSidecar", "false")),
+        QUIT,
+    )
+    # A Pod seen after Istio's injector: moved; with the proxy twice, one kept.
+    write("pod-injected-classic-native", request(injected_pod()))
+    for settings, mode in [({}, "native"), (EXIT, "exit"), (QUIT, "quit")]:
+        write("pod-proxy-twice-%s" % mode, request(injected_pod(twice=True)), settings)
+    write(
+        "pod-proxy-twice-disabled",
+        request(annotate(injected_pod(twice=True), "istio-job-sidecar/mode", "disabled")),
+    )
+    write(
+        "pod-proxy-twice-user-true",
+        request(annotate(injected_pod(twice=True), "sidecar.istio.io/nativeSidecar", "True")),
+        QUIT,
+    )
+    # Istio >= 1.27 renders "True" native but moves a classic proxy only for
+    # the exact "true": the native rendering beside the kube-injected classic
+    # one, the status naming the native one, which is kept.
+    quirk = injected_pod()
+    quirk["spec"]["initContainers"].insert(1, native_proxy())
+    native_status = fixture("istio-job-kube-injected-native.yaml")["spec"]["template"]["metadata"][
+        "annotations"]["sidecar.istio.io/status"]
+    quirk["metadata"]["annotations"]["sidecar.istio.io/status"] = native_status
+    annotate(quirk, "sidecar.istio.io/nativeSidecar", "True")
+    write("pod-native-rendered-beside-classic", request(quirk), EXIT)
 
 
 # --- Mode changes (reversible modes) -----------------------------------------
@@ -495,6 +577,15 @@ def injected_cronjob():
     return c
 
 
+def injected_cronjob_with_init():
+    """The kube-injected CronJob with an init container of its own, which
+    Istio's classic form runs before istio-init."""
+    c = injected_cronjob()
+    spec = template(c)["spec"]
+    spec["initContainers"].insert(0, {"name": "db-migrate", "image": "migrate:3", "command": ["migrate", "up"]})
+    return c
+
+
 def by_settings(x):
     """A variant whose mode is the cluster's (settings); disabled is the
     user's `istio-job-sidecar/mode: disabled` on the CronJob."""
@@ -533,6 +624,10 @@ VARIANTS = {
     "json": (quoting_cronjob(JSON_PROXY_CONFIG), by_settings, ALL_PAIRS),
     # the move of nativeSidecar, taken back by the other modes
     "injected": (injected_cronjob(), by_settings, ALL_PAIRS),
+    # the move puts istio-init first; taken back, it goes back last
+    "ordered": (injected_cronjob_with_init(), by_settings, ALL_PAIRS),
+    # a user's "yes", made the exact "true" and given back
+    "asked": (annotate(quoting_cronjob(), "sidecar.istio.io/nativeSidecar", "yes"), by_settings, ALL_PAIRS),
     "flip": (
         quoting_cronjob(JSON_PROXY_CONFIG),
         by_annotation,
@@ -629,6 +724,33 @@ def mode_changes():
         annotations = template(obj)["metadata"]["annotations"]
         container = json.loads(annotations.pop(RECORD_KEY))["container"]
         annotations["istio-job-sidecar/quit-wrapped"] = container
+
+    # A re-apply (kubectl apply or server-side apply) of the kube-injected
+    # CronJob whose proxy the policy moved brings the classic proxy and
+    # Istio's status back beside the moved proxy, which neither applier
+    # owns: the policy resolves it to one, and the apply lands.
+    moved = first_pass_result("mode-change-injected-nativeSidecar")
+
+    def reapplied(obj):
+        x = VARIANTS["injected"][0]
+        spec = template(obj)["spec"]
+        spec["containers"] = copy.deepcopy(template(x)["spec"]["containers"])
+        status = x["spec"]["jobTemplate"]["metadata"]["annotations"]["sidecar.istio.io/status"]
+        obj["spec"]["jobTemplate"]["metadata"]["annotations"]["sidecar.istio.io/status"] = status
+
+    for mode, settings in [("native", native), ("quit", QUIT)]:
+        if moved is None:
+            waiting += 1
+            continue
+        update(moved, settings, "gitops-reapplied-moved-proxy-%s" % mode, reapplied)
+    if moved is None:
+        waiting += 1
+    else:
+        def reapplied_disabled(obj):
+            reapplied(obj)
+            annotate(obj, MODE_KEY, DISABLED, on_template=False)
+
+        update(moved, native, "gitops-reapplied-moved-proxy-disabled", reapplied_disabled)
 
     for case, edit in [
         ("mode-change-unreadable-record-warns", unreadable),

@@ -900,8 +900,8 @@ mod tests {
             let text = record.text();
             let form = match Record::read(Some(&text), None) {
                 Record::Read { applied, .. } => match applied {
-                    Applied::NativeAnnotation => "native annotation",
-                    Applied::NativeMove(m) if m.annotation => "move with annotation",
+                    Applied::NativeAnnotation(_) => "native annotation",
+                    Applied::NativeMove(m) if m.annotation.is_some() => "move with annotation",
                     Applied::NativeMove(m) if m.status.is_some() => "move with status",
                     Applied::NativeMove(m) if m.restart_policy.is_some() => "move replacing",
                     Applied::NativeMove(_) => "move",

@@ -538,7 +538,7 @@ fn record_form(template: Option<&Value>) -> Option<&'static str> {
         .get(APPLIED)?
         .as_str()?;
     Some(match Applied::parse(text).ok()? {
-        Applied::NativeAnnotation => "annotation",
+        Applied::NativeAnnotation(_) => "annotation",
         Applied::NativeMove(_) => "move",
         Applied::ExitOnJobCompletion { .. } => "exit",
         Applied::QuitEndpoint { .. } => "quit",

@@ -12,7 +12,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use istio_job_sidecar_policy::modes::quit_endpoint::{
     ALWAYS, NAME as WRAPPER_NAME, ON_SUCCESS, SCRIPT, SHELL,
 };
-use istio_job_sidecar_policy::record::{Applied, Move};
+use istio_job_sidecar_policy::record::{Annotated, Applied, Move};
 use policy_testkit::names::{APPLIED, EXIT_KEY, QUIT_WRAPPED};
 use serde_json::{Map, Value};
 
@@ -96,7 +96,10 @@ const INSERTED: &[&str] = &[
 /// A record `src/record.rs` reads.
 #[derive(Debug, Arbitrary, Clone)]
 pub enum ValidRecord {
-    NativeAnnotation,
+    NativeAnnotation {
+        /// The user's value the annotation replaced.
+        was: Option<Text>,
+    },
     Move {
         container: Name,
         from: u8,
@@ -105,16 +108,28 @@ pub enum ValidRecord {
         added: u8,
         restart_policy: Option<Text>,
         status: Option<Text>,
-        /// The move wrote `sidecar.istio.io/nativeSidecar: "true"`.
-        annotation: bool,
+        /// Where `istio-init` was before the move put it first.
+        init_from: Option<u8>,
+        /// The move wrote `sidecar.istio.io/nativeSidecar: "true"`, in
+        /// place of the user's value when there is one.
+        annotation: Option<Option<Text>>,
     },
     Exit {
         inserted: Inserted,
         created: bool,
+        annotation: Option<Option<Text>>,
     },
     Quit {
         container: Name,
+        annotation: Option<Option<Text>>,
     },
+}
+
+/// The annotation edit of a record.
+fn annotated(edit: &Option<Option<Text>>) -> Option<Annotated> {
+    edit.as_ref().map(|was| Annotated {
+        was: was.as_ref().map(|t| t.0.clone()),
+    })
 }
 
 #[derive(Debug, Arbitrary, Clone)]
@@ -127,13 +142,16 @@ pub enum Inserted {
 impl ValidRecord {
     pub fn applied(&self) -> Applied {
         match self {
-            ValidRecord::NativeAnnotation => Applied::NativeAnnotation,
+            ValidRecord::NativeAnnotation { was } => Applied::NativeAnnotation(Annotated {
+                was: was.as_ref().map(|t| t.0.clone()),
+            }),
             ValidRecord::Move {
                 container,
                 from,
                 added,
                 restart_policy,
                 status,
+                init_from,
                 annotation,
             } => {
                 let mut names: Vec<String> = ["restartPolicy", "startupProbe", "lifecycle"]
@@ -151,18 +169,30 @@ impl ValidRecord {
                     added: names,
                     restart_policy: restart_policy.as_ref().map(|t| t.0.clone()),
                     status: status.as_ref().map(|t| t.0.clone()),
-                    annotation: *annotation,
+                    init_from: init_from
+                        .map(|i| vec![("istio-init".to_owned(), usize::from(i % 8))])
+                        .unwrap_or_default(),
+                    annotation: annotated(annotation),
                 })
             }
-            ValidRecord::Exit { inserted, created } => Applied::ExitOnJobCompletion {
+            ValidRecord::Exit {
+                inserted,
+                created,
+                annotation,
+            } => Applied::ExitOnJobCompletion {
                 inserted: match inserted {
                     Inserted::Known(i) => INSERTED[usize::from(*i) % INSERTED.len()].to_owned(),
                     Inserted::Any(s) => format!("{s}{EXIT_KEY}: true"),
                 },
                 created: *created,
+                annotation: annotated(annotation),
             },
-            ValidRecord::Quit { container } => Applied::QuitEndpoint {
+            ValidRecord::Quit {
+                container,
+                annotation,
+            } => Applied::QuitEndpoint {
                 container: container.0.clone(),
+                annotation: annotated(annotation),
             },
         }
     }
@@ -318,13 +348,14 @@ impl NearRecord {
 fn as_move(r: &ValidRecord) -> ValidRecord {
     match r {
         ValidRecord::Move { .. } => r.clone(),
-        ValidRecord::Quit { container } => ValidRecord::Move {
+        ValidRecord::Quit { container, .. } => ValidRecord::Move {
             container: container.clone(),
             from: 1,
             added: 7,
             restart_policy: None,
             status: None,
-            annotation: false,
+            init_from: None,
+            annotation: None,
         },
         _ => ValidRecord::Move {
             container: Name("istio-proxy".into()),
@@ -332,7 +363,8 @@ fn as_move(r: &ValidRecord) -> ValidRecord {
             added: 3,
             restart_policy: None,
             status: None,
-            annotation: true,
+            init_from: Some(1),
+            annotation: Some(None),
         },
     }
 }

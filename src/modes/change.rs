@@ -1,13 +1,16 @@
 //! A change of mode, the state machine every pass over a template goes
-//! through: the recorded edit of another mode (or of any mode, when none is
-//! wanted now) is taken back, the record removed, then the wanted mode is
-//! applied and the record brought up to date. A record that cannot be
-//! read, or whose edit is no longer on the object as it was left, is left
-//! as it is and undoes nothing. README, "Changing modes".
+//! through: a proxy the template has twice is resolved to one
+//! (`one_proxy`); the recorded edit of another mode (or of any mode, when
+//! none is wanted now) is taken back, the record removed, then the wanted
+//! mode is applied (and, beside a proxy Istio injected natively, the
+//! native form asked for, `native_sidecar::keep_native`) and the record
+//! brought up to date. A record that cannot be read, or whose edit is no
+//! longer on the object as it was left, is left as it is and undoes
+//! nothing. README, "Changing modes".
 
 use crate::json::{Node, ShapeError};
 use crate::modes::target::{RecordEdit, Target, Undone};
-use crate::modes::{apply, undo};
+use crate::modes::{apply, native_sidecar, one_proxy, undo};
 use crate::record::Record;
 use crate::settings::{Mode, Settings};
 use crate::template::Template;
@@ -21,11 +24,14 @@ pub fn undo_then_apply(
     settings: &Settings,
     wanted: Option<Mode>,
 ) -> Result<(bool, Vec<String>), ShapeError> {
-    let mut changed = false;
     let mut warnings = Vec::new();
+    let record = template.view()?.record();
+    let name = settings.sidecar_container_name.as_str();
+    let (mut changed, warning) = one_proxy::resolve(template, name, record.applied())?;
+    warnings.extend(warning);
     // The record while it is trusted, and whether it is in its legacy form.
     let (mut current, mut legacy, mut trusted) = (None, false, true);
-    match template.view()?.record() {
+    match record {
         Record::Absent => {}
         Record::Unreadable(why) => {
             trusted = false;
@@ -61,7 +67,10 @@ pub fn undo_then_apply(
         settings,
         record: current.as_ref(),
     };
-    let outcome = apply(mode, &mut target)?;
+    let mut outcome = apply(mode, &mut target)?;
+    if mode != Mode::NativeSidecar {
+        native_sidecar::keep_native(&mut target, &mut outcome)?;
+    }
     changed |= outcome.changed;
     warnings.extend(outcome.warnings);
     if !trusted {

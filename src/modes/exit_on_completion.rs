@@ -36,6 +36,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         let applied = Applied::ExitOnJobCompletion {
             inserted: inserted(current.unwrap_or_default(), &merged).to_owned(),
             created: current.is_none(),
+            annotation: t.record.and_then(Applied::annotation).cloned(),
         };
         (merged, applied)
     };

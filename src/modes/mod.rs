@@ -8,6 +8,7 @@
 pub mod change;
 pub mod exit_on_completion;
 pub mod native_sidecar;
+pub mod one_proxy;
 pub mod quit_endpoint;
 pub mod target;
 
@@ -27,14 +28,24 @@ pub fn apply(mode: Mode, target: &mut Target) -> Result<Outcome, ShapeError> {
 }
 
 /// Take back the edit `applied` describes (the record itself is the
-/// caller's). A `ShapeError` as for `apply`.
+/// caller's): the mode's own, then what it did to
+/// `sidecar.istio.io/nativeSidecar`. A `ShapeError` as for `apply`.
 pub fn undo(applied: &Applied, target: &mut Target) -> Result<Undone, ShapeError> {
-    match applied {
-        Applied::NativeAnnotation => native_sidecar::undo_annotation(target),
-        Applied::NativeMove(moved) => native_sidecar::undo_move(moved, target),
-        Applied::ExitOnJobCompletion { inserted, created } => {
-            exit_on_completion::undo(inserted, *created, target)
+    let undone = match applied {
+        Applied::NativeAnnotation(_) => Undone::Done { changed: false },
+        Applied::NativeMove(moved) => native_sidecar::undo_move(moved, target)?,
+        Applied::ExitOnJobCompletion {
+            inserted, created, ..
+        } => exit_on_completion::undo(inserted, *created, target)?,
+        Applied::QuitEndpoint { container, .. } => quit_endpoint::undo(container, target)?,
+    };
+    match (undone, applied.annotation()) {
+        (Undone::Done { changed }, Some(edit)) => {
+            let annotation = native_sidecar::undo_annotation(edit, target)?;
+            Ok(Undone::Done {
+                changed: changed || annotation,
+            })
         }
-        Applied::QuitEndpoint { container } => quit_endpoint::undo(container, target),
+        (undone, _) => Ok(undone),
     }
 }

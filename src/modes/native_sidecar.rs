@@ -3,32 +3,46 @@
 //! containers have exited.
 //!
 //! - The pod template asks Istio (>= 1.24) for it with the per-pod
-//!   annotation `sidecar.istio.io/nativeSidecar: "true"`, unless the user
-//!   wrote one: a user's `"false"` stands, and then nothing is changed.
+//!   annotation `sidecar.istio.io/nativeSidecar: "true"`, the exact value
+//!   every release reads as native (1.24-1.26 read only `"true"`, 1.27+
+//!   any value but `"false"`): a user's `"false"` stands, and then nothing
+//!   is changed; a user's other value is made `"true"`, and recorded, so
+//!   that a change of mode gives it back.
 //! - Already injected in `containers` (`sidecar.istio.io/status` present):
-//!   the container moves into `initContainers` after Istio's own init
-//!   container, with `restartPolicy: Always`, and the status is updated as
-//!   Istio writes it for a native sidecar. The annotation is written too:
-//!   Istio's injector re-injects a pod that carries a status (it strips
-//!   the listed containers and renders them again), natively only when the
-//!   pod asks for it or the mesh flag is on.
+//!   the container moves into `initContainers` in the order Istio's
+//!   `reorderPod` gives the native form (Istio's own init containers, the
+//!   proxy, then the user's, so that they run inside the mesh), with
+//!   `restartPolicy: Always` and the drain hook of Istio's native form, and
+//!   the status is updated as Istio writes it for a native sidecar. The
+//!   annotation is written too: Istio's injector re-injects a pod that
+//!   carries a status, natively only when the pod asks for it or the mesh
+//!   flag is on.
+//!
+//! The other modes ask for the native form too beside a proxy Istio
+//! already injected natively (`keep_native`): rendered classic again, it
+//! would be a second `istio-proxy`, and the API server refuses the Pod.
 
 use crate::json::{Node, ShapeError};
-use crate::modes::target::{Outcome, Target, Undone};
-use crate::record::{Applied, Move};
-use crate::view::{Container, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_STATUS};
+use crate::modes::target::{Outcome, RecordEdit, Target, Undone};
+use crate::record::{Annotated, Applied, Move};
+use crate::view::{Container, Kind, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_STATUS};
 use crate::workload::{StatusAt, Workload};
 use serde_json::{json, Value};
 
-/// Init containers Istio injects ahead of the proxy (`istio-validation` with
-/// the CNI plugin); the native proxy goes right after them.
-const ISTIO_INIT_CONTAINERS: [&str; 2] = ["istio-init", "istio-validation"];
+/// Istio's init containers a native proxy follows (`istio-validation` with
+/// the CNI plugin), in the order `reorderPod` puts them first.
+pub const ISTIO_FIRST: [&str; 2] = ["istio-init", "istio-validation"];
+/// The init container of Istio's `enableCoreDump`, right after the proxy.
+pub const CORE_DUMP: &str = "enable-core-dump";
 
 pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
     let view = t.template.view()?;
     // A user's "false" asks Istio for a classic proxy: their word stands.
     if native_annotation(view) == Some("false") {
-        return Ok(Outcome::unchanged());
+        return Ok(Outcome {
+            warnings: twice_warning(view, &t.settings.sidecar_container_name),
+            ..Outcome::unchanged()
+        });
     }
     match view.injection_status() {
         None => request_native_injection(t),
@@ -45,55 +59,140 @@ fn native_annotation<'v>(view: &'v Workload) -> Option<&'v str> {
         .and_then(|a| a.native_sidecar.as_deref())
 }
 
-/// The annotation says "true" because this mode wrote it, as its record says.
-fn annotation_is_ours(view: &Workload, record: Option<&Applied>) -> bool {
-    let recorded = match record {
-        Some(Applied::NativeAnnotation) => true,
-        Some(Applied::NativeMove(m)) => m.annotation,
-        _ => false,
-    };
-    recorded && native_annotation(view) == Some("true")
+/// Make `sidecar.istio.io/nativeSidecar` the exact `"true"`, unless it says
+/// `"false"` (the caller's to decide). What the record must say of it: the
+/// recorded edit when the value is still `"true"`, the edit made now, or
+/// `None` for a user's own `"true"`. The second value says whether the
+/// template changed.
+fn ask_native(t: &mut Target) -> Result<(Option<Annotated>, bool), ShapeError> {
+    let recorded = t.record.and_then(Applied::annotation).cloned();
+    match native_annotation(t.template.view()?) {
+        Some("true") => Ok((recorded, false)),
+        current => {
+            // A value the policy wrote and someone changed since is theirs:
+            // the edit records it as what it replaces.
+            let was = current.map(str::to_owned);
+            t.template
+                .set_annotation(ANNOTATION_NATIVE_SIDECAR, Node::from_string("true"))?;
+            Ok((Some(Annotated { was }), true))
+        }
+    }
 }
 
 fn request_native_injection(t: &mut Target) -> Result<Outcome, ShapeError> {
-    if native_annotation(t.template.view()?).is_some() {
+    let (annotation, changed) = ask_native(t)?;
+    let Some(annotation) = annotation else {
         return Ok(Outcome::unchanged());
-    }
-    t.template
-        .set_annotation(ANNOTATION_NATIVE_SIDECAR, Node::from_string("true"))?;
+    };
     // A proxy this mode moved stays recorded as moved, so that a later mode
     // can move it back.
     let applied = match t.record {
         Some(Applied::NativeMove(m)) => Applied::NativeMove(Move {
-            annotation: true,
+            annotation: Some(annotation),
             ..m.clone()
         }),
-        _ => Applied::NativeAnnotation,
+        _ => Applied::NativeAnnotation(annotation),
     };
-    Ok(Outcome::applied(applied))
+    Ok(Outcome {
+        changed,
+        warnings: Vec::new(),
+        record: RecordEdit::Set(applied),
+    })
 }
 
-/// Take off the `sidecar.istio.io/nativeSidecar: "true"` the policy added;
-/// a value the user changed since is theirs and stays.
-pub fn undo_annotation(t: &mut Target) -> Result<Undone, ShapeError> {
-    let changed = remove_our_annotation(t)?;
-    Ok(Undone::Done { changed })
-}
-
-fn remove_our_annotation(t: &mut Target) -> Result<bool, ShapeError> {
+/// Take back what the record says the policy did to
+/// `sidecar.istio.io/nativeSidecar`, if it still says `"true"`: the user's
+/// value comes back, or the annotation goes. A value changed since is the
+/// user's and stays.
+pub fn undo_annotation(edit: &Annotated, t: &mut Target) -> Result<bool, ShapeError> {
     if native_annotation(t.template.view()?) != Some("true") {
         return Ok(false);
     }
-    t.template.remove_annotations(&[ANNOTATION_NATIVE_SIDECAR])
+    match &edit.was {
+        Some(was) => {
+            let was = Node::from_string(was.as_str());
+            t.template.set_annotation(ANNOTATION_NATIVE_SIDECAR, was)?;
+            Ok(true)
+        }
+        None => t.template.remove_annotations(&[ANNOTATION_NATIVE_SIDECAR]),
+    }
+}
+
+/// A proxy Istio injected natively: the template carries the injection
+/// status and the proxy in `initContainers` as a native sidecar.
+fn natively_injected(view: &Workload, name: &str) -> bool {
+    view.injection_status().is_some()
+        && view.init_containers().iter().any(|c| {
+            c.name.as_deref() == Some(name) && c.restart_policy.as_deref() == Some("Always")
+        })
+}
+
+/// The warning for a user's `"false"` beside a native proxy: Istio renders
+/// the proxy classic again, beside the native one, and the API server
+/// refuses the Pod.
+fn twice_warning(view: &Workload, name: &str) -> Vec<String> {
+    if !natively_injected(view, name) {
+        return Vec::new();
+    }
+    let full = format!(
+        "{ANNOTATION_NATIVE_SIDECAR} \"false\" by a native {name}: re-injected, it is there twice"
+    );
+    vec![if crate::warning::fits(&full) {
+        full
+    } else {
+        format!("{ANNOTATION_NATIVE_SIDECAR} \"false\" by a native proxy: re-injected, it is there twice")
+    }]
+}
+
+/// For the modes other than nativeSidecar: ask Istio's re-injection for
+/// the native form where it would otherwise give the Pod a second proxy
+/// (docs/facts.md, "Re-injection"): beside a proxy Istio injected natively
+/// (rendered classic again, it would be there twice), and where a proxy is
+/// there and the user's `sidecar.istio.io/nativeSidecar` is a value the
+/// releases read differently (`"True"`: 1.27 renders it native but moves a
+/// classic proxy only for the exact `"true"`), made the exact `"true"`.
+/// Recorded in the mode's record; a mode that recorded nothing (it applied
+/// nothing) asks for nothing.
+pub fn keep_native(t: &mut Target, outcome: &mut Outcome) -> Result<(), ShapeError> {
+    let applied = match &outcome.record {
+        RecordEdit::Set(applied) => applied.clone(),
+        RecordEdit::Keep => match t.record {
+            Some(applied) => applied.clone(),
+            None => return Ok(()),
+        },
+        RecordEdit::Remove => return Ok(()),
+    };
+    let name = t.settings.sidecar_container_name.as_str();
+    let view = t.template.view()?;
+    let native = natively_injected(view, name);
+    let asks = match native_annotation(view) {
+        Some("true") => false,
+        Some("false") => {
+            outcome.warnings.extend(twice_warning(view, name));
+            false
+        }
+        None => native,
+        Some(_) => native || view.injection_status().is_some() || view.has_container(name),
+    };
+    if !asks {
+        return Ok(());
+    }
+    let (annotation, changed) = ask_native(t)?;
+    if changed || annotation.as_ref() != applied.annotation() {
+        outcome.changed |= changed;
+        outcome.record = RecordEdit::Set(applied.with_annotation(annotation));
+    }
+    Ok(())
 }
 
 /// Move the proxy back where it was in `containers`, without the members
-/// the move added, give the status annotation back its text and take the
-/// annotation off if the move wrote it. Nothing is left to undo when the
-/// proxy is no longer in `initContainers` and the status is not the one
-/// the move wrote (an applier that owns the containers wrote them back).
-/// Refused when the proxy or the status is not as the move left them: the
-/// proxy was then re-injected or edited, and moving it would guess.
+/// the move added, put Istio's init containers back where they were, and
+/// give the status annotation back its text (the annotation is the
+/// caller's, `undo_annotation`). Nothing is left to undo when the proxy is
+/// no longer in `initContainers` and the status is not the one the move
+/// wrote (an applier that owns the containers wrote them back). Refused
+/// when the proxy or the status is not as the move left them: the proxy
+/// was then re-injected or edited, and moving it would guess.
 pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
     let name = moved.container.as_str();
     let refused = |why: &str| Ok(Undone::Refused(why.into()));
@@ -101,6 +200,7 @@ pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
         .status
         .as_deref()
         .and_then(|before| native_status(before, name).ok().flatten());
+    let pod = t.template.kind() == Kind::Pod;
     let view = t.template.view()?;
     let init = view.init_containers();
     let named: Vec<usize> = (0..init.len())
@@ -110,7 +210,7 @@ pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
     let index = match named[..] {
         [index] => index,
         [] if written.is_none() || status_now.map(|(_, now)| now) != written.as_deref() => {
-            let changed = moved.annotation && remove_our_annotation(t)?;
+            let changed = put_istio_init_back(t, &moved.init_from)?;
             return Ok(Undone::Done { changed });
         }
         _ => return refused("proxy not in initContainers once"),
@@ -128,14 +228,21 @@ pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
     let status = match (&moved.status, status_now) {
         (None, _) => None,
         (Some(before), Some((at, now))) if written.as_deref() == Some(now) => Some((at, before)),
+        // On a Pod, a status the move did not write that lists the proxy
+        // as an init container is Istio's: its injector rendered the proxy
+        // natively again, after the policy's webhook (Kubewarden >= 1.37.2),
+        // and the proxy is Istio's own now.
+        (Some(_), Some((_, now)))
+            if pod && status_lists(now, "initContainers", name) == Some(true) =>
+        {
+            return Ok(Undone::Done { changed: false })
+        }
         (Some(_), Some(_)) => return refused("sidecar.istio.io/status changed since"),
         (Some(_), None) => return refused("sidecar.istio.io/status gone since"),
     };
-    if moved.annotation {
-        remove_our_annotation(t)?;
-    }
 
     let mut proxy = t.template.take_item("initContainers", index)?;
+    put_istio_init_back(t, &moved.init_from)?;
     t.template.drop_empty_list("initContainers")?;
     proxy
         .members_mut()?
@@ -149,6 +256,82 @@ pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
             .set_annotation_at(at, ANNOTATION_STATUS, Node::from_string(before.as_str()))?;
     }
     Ok(Undone::Done { changed: true })
+}
+
+/// Whether `sidecar.istio.io/status` lists `name` under `key`
+/// (`containers`, `initContainers`); `None` when the status is not an
+/// object of string lists. Read with the policy's own JSON tree.
+pub fn status_lists(status: &str, key: &str, name: &str) -> Option<bool> {
+    let raw: &serde_json::value::RawValue = serde_json::from_str(status).ok()?;
+    let mut node = Node::raw(raw);
+    let Some(list) = node.get_mut(key).ok()? else {
+        return Some(false);
+    };
+    let mut listed = false;
+    for item in list.items_mut().ok()? {
+        listed |= item.read_string().ok()?.as_deref() == Some(name);
+    }
+    Some(listed)
+}
+
+/// Istio's init containers back at the indexes `init_from` records (each
+/// at its place in the list as it was: the others kept their order).
+/// Whether the list changed; a list already so is left as it is.
+fn put_istio_init_back(t: &mut Target, init_from: &[(String, usize)]) -> Result<bool, ShapeError> {
+    if init_from.is_empty() {
+        return Ok(false);
+    }
+    let names: Vec<Option<String>> = t
+        .template
+        .view()?
+        .init_containers()
+        .iter()
+        .map(|c| c.name.as_deref().map(str::to_owned))
+        .collect();
+    let mut wanted = init_from.to_vec();
+    wanted.sort_by_key(|(_, index)| *index);
+    let mut order: Vec<Option<String>> = names
+        .iter()
+        .filter(|n| !wanted.iter().any(|(w, _)| n.as_deref() == Some(w.as_str())))
+        .cloned()
+        .collect();
+    for (name, index) in &wanted {
+        if names.iter().any(|n| n.as_deref() == Some(name.as_str())) {
+            order.insert((*index).min(order.len()), Some(name.clone()));
+        }
+    }
+    if order == names {
+        return Ok(false);
+    }
+    reorder_init(t, &order)?;
+    Ok(true)
+}
+
+/// The template's `initContainers` in the order of `names` (each name once,
+/// as read from the list).
+fn reorder_init(t: &mut Target, names: &[Option<String>]) -> Result<(), ShapeError> {
+    let count = names.len();
+    let mut items: Vec<Option<Node>> = Vec::with_capacity(count);
+    for _ in 0..count {
+        items.push(Some(t.template.take_item("initContainers", 0)?));
+    }
+    let current: Vec<Option<String>> = items
+        .iter_mut()
+        .map(|item| {
+            item.as_mut()
+                .and_then(|node| node.get_mut("name").ok().flatten())
+                .and_then(|name| name.read_string().ok().flatten())
+                .map(|name| name.into_owned())
+        })
+        .collect();
+    for (i, name) in names.iter().enumerate() {
+        let from = (0..count)
+            .find(|&j| items[j].is_some() && current[j] == *name)
+            .ok_or_else(|| ShapeError("initContainers changed under the view".into()))?;
+        let item = items[from].take().unwrap_or(Node::Value(Value::Null));
+        t.template.insert_item("initContainers", i, item)?;
+    }
+    Ok(())
 }
 
 fn move_injected_sidecar(
@@ -186,67 +369,96 @@ fn move_injected_sidecar(
             "more than one container is named {name}; left unchanged"
         )));
     }
-    let insert_at =
-        position_after_istio_init(view.init_containers().iter().map(|c| c.name.as_deref()));
+    let init_names: Vec<Option<String>> = view
+        .init_containers()
+        .iter()
+        .map(|c| c.name.as_deref().map(str::to_owned))
+        .collect();
     let status_port = view.status_port();
-    // The annotation asks a re-injection for the native form; one the
-    // user wrote stays theirs, one this mode wrote stays recorded.
-    let (annotation, annotate) = match native_annotation(view) {
-        None => (true, true),
-        Some(_) => (annotation_is_ours(view, t.record), false),
-    };
     let new_status = native_status(status, name);
 
     let mut sidecar = t.template.take_item("containers", index)?;
     let (added, restart_policy) = make_native(&mut sidecar, status_port)?;
+    let (order, init_from) = native_order(&init_names);
+    if !init_from.is_empty() {
+        reorder_init(t, &order)?;
+    }
+    let insert_at = position_after_istio_init(order.iter().map(|n| n.as_deref()));
     t.template
         .insert_item("initContainers", insert_at, sidecar)?;
 
-    let mut moved = Move {
-        container: name.to_owned(),
-        from: index,
-        added,
-        restart_policy,
-        status: None,
-        annotation,
-    };
     let mut warnings = Vec::new();
+    let mut recorded_status = None;
     match new_status {
         Ok(None) => {}
         Ok(Some(new)) => {
             t.template
                 .set_annotation_at(at, ANNOTATION_STATUS, Node::from_string(new))?;
-            moved.status = Some(status.to_owned());
+            recorded_status = Some(status.to_owned());
         }
         Err(why) => warnings.push(format!(
             "moved {name}, but {ANNOTATION_STATUS} was not updated: {why}"
         )),
     }
-    if annotate {
-        t.template
-            .set_annotation(ANNOTATION_NATIVE_SIDECAR, Node::from_string("true"))?;
-    }
+    // The annotation asks a re-injection for the native form; one the
+    // user wrote as "true" stays theirs, one this mode wrote stays recorded.
+    let (annotation, _) = ask_native(t)?;
+    let moved = Move {
+        container: name.to_owned(),
+        from: index,
+        added,
+        restart_policy,
+        status: recorded_status,
+        init_from,
+        annotation,
+    };
     Ok(Outcome {
         warnings,
         ..Outcome::applied(Applied::NativeMove(moved))
     })
 }
 
-/// Index right after the last of Istio's init containers, else 0, so every
-/// other init container runs inside the mesh.
+/// The init containers in the order Istio's `reorderPod` gives the native
+/// form, the proxy aside: `istio-init`, `istio-validation`, then (after
+/// the proxy) `enable-core-dump`, then the others in their order. With
+/// where each of Istio's was, when any of them moved.
+pub fn native_order(names: &[Option<String>]) -> (Vec<Option<String>>, Vec<(String, usize)>) {
+    let is = |n: &Option<String>, name: &str| n.as_deref() == Some(name);
+    let mut order: Vec<Option<String>> = Vec::with_capacity(names.len());
+    for first in ISTIO_FIRST.iter().chain([&CORE_DUMP]) {
+        order.extend(names.iter().filter(|n| is(n, first)).cloned());
+    }
+    let istio = |n: &Option<String>| ISTIO_FIRST.iter().chain([&CORE_DUMP]).any(|f| is(n, f));
+    order.extend(names.iter().filter(|n| !istio(n)).cloned());
+    if order == names {
+        return (order, Vec::new());
+    }
+    let init_from = names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| istio(n))
+        .filter_map(|(i, n)| n.clone().map(|n| (n, i)))
+        .collect();
+    (order, init_from)
+}
+
+/// Index right after the last of Istio's init containers that precede the
+/// proxy, else 0, so every other init container runs inside the mesh.
 pub fn position_after_istio_init<'n>(names: impl Iterator<Item = Option<&'n str>>) -> usize {
     names
         .enumerate()
-        .filter(|(_, n)| n.is_some_and(|n| ISTIO_INIT_CONTAINERS.contains(&n)))
+        .filter(|(_, n)| n.is_some_and(|n| ISTIO_FIRST.contains(&n)))
         .map(|(i, _)| i + 1)
         .last()
         .unwrap_or(0)
 }
 
 /// What Istio's injector gives a proxy it injects in native form, added to
-/// a proxy moved there: `restartPolicy: Always`; unless the proxy has them,
-/// the `startupProbe` that holds the app containers back until the proxy is
-/// ready, and the `preStop` hook that starts draining when the pod stops.
+/// a proxy moved there: `restartPolicy: Always`, and, unless the proxy has
+/// one, the `preStop` hook that starts draining when the pod stops. Istio
+/// writes the startup probe in both forms when the mesh enables it
+/// (`global.proxy.startupProbe.enabled`): a classic proxy without one comes
+/// from a mesh with it off, whose native form has none either.
 /// Returns the members it created and the `restartPolicy` it replaced.
 fn make_native(
     sidecar: &mut Node,
@@ -261,12 +473,6 @@ fn make_native(
         }
     };
     sidecar.set("restartPolicy", Node::from_string("Always"))?;
-    if sidecar.get_mut("startupProbe")?.is_none() {
-        if let Some(probe) = startup_probe(sidecar)? {
-            sidecar.set("startupProbe", probe)?;
-            added.push("startupProbe".to_owned());
-        }
-    }
     let port = status_port.unwrap_or(DEFAULT_STATUS_PORT);
     if sidecar.get_mut("lifecycle")?.is_none() && port != 0 {
         sidecar.set("lifecycle", Node::Value(drain_hook(port)))?;
@@ -278,33 +484,6 @@ fn make_native(
 /// pilot-agent's status port when the pod does not set one (Istio's
 /// `global.proxy.statusPort`).
 const DEFAULT_STATUS_PORT: u16 = 15020;
-
-/// Probe handlers, in the order Kubernetes lists them.
-const PROBE_HANDLERS: [&str; 4] = ["exec", "httpGet", "tcpSocket", "grpc"];
-
-/// Istio's native startup probe (pkg/kube/inject templates: period 1 s,
-/// timeout 3 s, 600 tries) on what the proxy's readiness probe checks
-/// (`/healthz/ready` on the status port, 15021 unless configured
-/// otherwise). Istio writes both probes or neither: a proxy without a
-/// readiness probe gets none (a probe on a guessed port would hold the pod
-/// forever).
-fn startup_probe<'a>(sidecar: &mut Node<'a>) -> Result<Option<Node<'a>>, ShapeError> {
-    let Some(readiness) = sidecar.get_mut("readinessProbe")? else {
-        return Ok(None);
-    };
-    for handler in PROBE_HANDLERS {
-        if let Some(check) = readiness.get_mut(handler)? {
-            let check = check.clone();
-            return Ok(Some(Node::Object(vec![
-                ("failureThreshold".into(), Node::Value(600.into())),
-                (handler.into(), check),
-                ("periodSeconds".into(), Node::Value(1.into())),
-                ("timeoutSeconds".into(), Node::Value(3.into())),
-            ])));
-        }
-    }
-    Ok(None)
-}
 
 /// Istio's native `preStop`: ask pilot-agent to drain the proxy once the pod
 /// is stopping.
@@ -417,57 +596,71 @@ mod tests {
         json!({"preStop": {"exec": {"command": ["pilot-agent", "request", flag, "POST", "drain"]}}})
     }
 
-    fn startup(handler: &str, check: Value) -> Value {
-        json!({"failureThreshold": 600, handler: check, "periodSeconds": 1, "timeoutSeconds": 3})
-    }
-
-    /// Istio's native form, from what the proxy says about itself.
+    /// Istio's native form, from what the proxy says about itself: the
+    /// startup probe only where the mesh wrote one (it is kept), the drain
+    /// hook on the pod's status port unless that is off.
     #[rstest]
     #[case::istio_default(
         json!({"name": "istio-proxy", "readinessProbe": {"httpGet": {"path": "/healthz/ready", "port": 15021}}}),
         None,
-        Some(startup("httpGet", json!({"path": "/healthz/ready", "port": 15021}))),
         Some(drain(15020))
     )]
     #[case::other_ports(
-        json!({"name": "istio-proxy", "readinessProbe": {"periodSeconds": 15, "httpGet": {"path": "/ready", "port": 15121, "scheme": "HTTP"}}}),
+        json!({"name": "istio-proxy", "startupProbe": {"httpGet": {"path": "/ready", "port": 15121}}}),
         Some(15120),
-        Some(startup("httpGet", json!({"path": "/ready", "port": 15121, "scheme": "HTTP"}))),
         Some(drain(15120))
     )]
-    #[case::exec_readiness(
-        json!({"name": "istio-proxy", "readinessProbe": {"exec": {"command": ["pilot-agent", "wait"]}}}),
-        None,
-        Some(startup("exec", json!({"command": ["pilot-agent", "wait"]}))),
-        Some(drain(15020))
-    )]
-    #[case::no_readiness_no_probe(json!({"name": "istio-proxy"}), None, None, Some(drain(15020)))]
-    #[case::status_port_off(json!({"name": "istio-proxy"}), Some(0), None, None)]
-    #[case::own_probe_and_lifecycle_kept(
-        json!({"name": "istio-proxy", "startupProbe": {"tcpSocket": {"port": 1}}, "lifecycle": {"postStart": {"exec": {"command": ["pilot-agent", "wait"]}}},
-               "readinessProbe": {"httpGet": {"path": "/healthz/ready", "port": 15021}}}),
+    #[case::no_readiness_no_probe(json!({"name": "istio-proxy"}), None, Some(drain(15020)))]
+    #[case::status_port_off(json!({"name": "istio-proxy"}), Some(0), None)]
+    #[case::own_lifecycle_kept(
+        json!({"name": "istio-proxy", "lifecycle": {"postStart": {"exec": {"command": ["pilot-agent", "wait"]}}}}),
         Some(15120),
-        Some(json!({"tcpSocket": {"port": 1}})),
         Some(json!({"postStart": {"exec": {"command": ["pilot-agent", "wait"]}}}))
     )]
     fn made_native_like_istio(
         #[case] sidecar: Value,
         #[case] status_port: Option<u16>,
-        #[case] startup_probe: Option<Value>,
         #[case] lifecycle: Option<Value>,
     ) {
         let out = native(sidecar.clone(), status_port);
         assert_eq!(out["restartPolicy"], "Always");
-        assert_eq!(out["startupProbe"], startup_probe.unwrap_or(Value::Null));
+        assert_eq!(out["startupProbe"], sidecar["startupProbe"]);
         assert_eq!(out["lifecycle"], lifecycle.unwrap_or(Value::Null));
         // Nothing else changes.
         let mut rest = out.as_object().unwrap().clone();
-        for key in ["restartPolicy", "startupProbe", "lifecycle"] {
+        for key in ["restartPolicy", "lifecycle"] {
             if sidecar.get(key).is_none() {
                 rest.remove(key);
             }
         }
         assert_eq!(Value::Object(rest), sidecar);
+    }
+
+    fn names(list: &[&str]) -> Vec<Option<String>> {
+        list.iter().map(|n| Some((*n).to_owned())).collect()
+    }
+
+    /// `reorderPod`'s native order: Istio's init containers first, the
+    /// user's after the proxy, so that they run inside the mesh.
+    #[rstest]
+    #[case::already(&["istio-init", "db"], &["istio-init", "db"], &[])]
+    #[case::classic_order(&["db", "istio-init"], &["istio-init", "db"], &[("istio-init", 1)])]
+    #[case::cni(&["istio-validation", "db"], &["istio-validation", "db"], &[])]
+    #[case::core_dump(
+        &["db", "istio-init", "enable-core-dump"],
+        &["istio-init", "enable-core-dump", "db"],
+        &[("istio-init", 1), ("enable-core-dump", 2)]
+    )]
+    #[case::none(&["db", "seed"], &["db", "seed"], &[])]
+    fn istio_first(
+        #[case] before: &[&str],
+        #[case] after: &[&str],
+        #[case] init_from: &[(&str, usize)],
+    ) {
+        let (order, from) = native_order(&names(before));
+        assert_eq!(order, names(after));
+        let from: Vec<(&str, usize)> = from.iter().map(|(n, i)| (n.as_str(), *i)).collect();
+        assert_eq!(from, init_from);
     }
 
     /// Regression (fuzz/regressions/validate/duplicate-sidecar.json):

@@ -73,6 +73,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
     ];
     let applied = Applied::QuitEndpoint {
         container: name.to_owned(),
+        annotation: t.record.and_then(Applied::annotation).cloned(),
     };
 
     let Some(command) = read_command(t.template.item("containers", index)?)? else {

@@ -12,8 +12,12 @@
 //!   the labels, annotations and finalizers of `spec.template.metadata`, a
 //!   `generateName` from the Job's name, the controller reference, a deep
 //!   copy of `spec.template.spec`, the `batch.kubernetes.io/job-tracking`
-//!   finalizer, and for an Indexed Job its completion index as annotation
-//!   and label. The Job's own metadata is not copied.
+//!   finalizer, and for an Indexed Job (`indexed_job_utils.go`) its
+//!   completion index as annotation and label, the name prefix
+//!   `<job>-<index>-`, the hostname `<job>-<index>`, and the variable
+//!   `JOB_COMPLETION_INDEX` in every container and init container that
+//!   has none (`addCompletionIndexEnvVariables`). The Job's own metadata
+//!   is not copied.
 
 use serde_json::{json, Map, Value};
 
@@ -60,11 +64,12 @@ pub fn pod_from_job(job: &Value, index: u32) -> Value {
     let mut metadata = Map::new();
     let mut labels = copy_map(&template["metadata"]["labels"]);
     let mut annotations = copy_map(&template["metadata"]["annotations"]);
-    if job["spec"]["completionMode"] == "Indexed" {
+    let name = job["metadata"]["name"].as_str().unwrap_or_default();
+    let indexed = job["spec"]["completionMode"] == "Indexed";
+    if indexed {
         let index = Value::from(index.to_string());
-        let key = "batch.kubernetes.io/job-completion-index";
-        annotations.insert(key.into(), index.clone());
-        labels.insert(key.into(), index);
+        annotations.insert(INDEX_KEY.into(), index.clone());
+        labels.insert(INDEX_KEY.into(), index);
     }
     if !labels.is_empty() {
         metadata.insert("labels".into(), Value::Object(labels));
@@ -72,8 +77,12 @@ pub fn pod_from_job(job: &Value, index: u32) -> Value {
     if !annotations.is_empty() {
         metadata.insert("annotations".into(), Value::Object(annotations));
     }
-    let name = job["metadata"]["name"].as_str().unwrap_or_default();
-    metadata.insert("generateName".into(), Value::from(format!("{name}-")));
+    let generate_name = if indexed {
+        format!("{name}-{index}-")
+    } else {
+        format!("{name}-")
+    };
+    metadata.insert("generateName".into(), Value::from(generate_name));
     if let Some(namespace) = job["metadata"].get("namespace") {
         metadata.insert("namespace".into(), namespace.clone());
     }
@@ -91,7 +100,42 @@ pub fn pod_from_job(job: &Value, index: u32) -> Value {
     if !template["spec"].is_null() {
         pod["spec"] = template["spec"].clone();
     }
+    if indexed {
+        add_completion_index(&mut pod["spec"], &format!("{name}-{index}"));
+    }
     pod
+}
+
+/// The completion index of an Indexed Job's Pods: the annotation and label.
+const INDEX_KEY: &str = "batch.kubernetes.io/job-completion-index";
+
+/// What an Indexed Job's Pod spec gets: its hostname, and
+/// `JOB_COMPLETION_INDEX` from the index label (`PodIndexLabel`, on by
+/// default since Kubernetes 1.28) in every container that lacks it.
+fn add_completion_index(spec: &mut Value, hostname: &str) {
+    let Some(spec) = spec.as_object_mut() else {
+        return;
+    };
+    spec.insert("hostname".into(), Value::from(hostname));
+    for list in ["initContainers", "containers"] {
+        let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for container in containers.iter_mut().filter(|c| c.is_object()) {
+            let has = container["env"]
+                .as_array()
+                .is_some_and(|env| env.iter().any(|v| v["name"] == "JOB_COMPLETION_INDEX"));
+            if has {
+                continue;
+            }
+            let var = json!({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+                "fieldPath": format!("metadata.labels['{INDEX_KEY}']")}}});
+            match container.get_mut("env").and_then(Value::as_array_mut) {
+                Some(env) => env.push(var),
+                None => container["env"] = json!([var]),
+            }
+        }
+    }
 }
 
 fn copy_map(value: &Value) -> Map<String, Value> {
@@ -164,7 +208,17 @@ mod tests {
             pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"],
             "2"
         );
+        assert_eq!(pod["metadata"]["generateName"], "j-2-");
+        assert_eq!(pod["spec"]["hostname"], "j-2");
+        assert_eq!(
+            pod["spec"]["containers"][0]["env"],
+            json!([{"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+                "fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}}}])
+        );
+        let plain = json!({"kind": "Job", "metadata": {"name": "j"},
+            "spec": {"template": {"spec": {"containers": [{"name": "a"}]}}}});
+        let pod = pod_from_job(&plain, 0);
         assert_eq!(pod["metadata"]["generateName"], "j-");
-        assert_eq!(pod["spec"], job["spec"]["template"]["spec"]);
+        assert_eq!(pod["spec"], plain["spec"]["template"]["spec"]);
     }
 }

@@ -2,10 +2,11 @@
 //! creates (or updates) a CronJob, Job or Pod; the CronJob controller
 //! makes a Job, the Job controller a Pod (`controllers`); each is an
 //! admission request of its own, sent to the policy when its webhook
-//! selects the namespace, then stored (`kube`); Istio's injector mutates
-//! the Pod last (`istio`: its webhook sorts after Kubewarden's
-//! `clusterwide-*`). The Pod the kubelet would run is then judged: does it
-//! end when its app ends, in the mode the workload asked for, and did a
+//! selects the namespace, defaulted again after each webhook's patch,
+//! validated, then stored (`kube`); Istio's injector mutates each Pod,
+//! before or after the policy as the webhooks' names sort (`Webhooks`).
+//! The Pod the kubelet would run is then judged: is it valid, does it end
+//! when its app ends, in the mode the workload asked for, and did a
 //! workload that asked for nothing (disabled, injection off, a user's own
 //! choice) get nothing?
 //!
@@ -14,14 +15,35 @@
 //! the engine, or `kwctl run`.
 
 use crate::controllers::{job_from_cronjob, pod_from_job};
-use crate::istio::{self, Mesh, Namespace};
-use crate::kube::{decode, normalize, store};
-use crate::names::{APPLIED, EXIT_KEY, OWNER_MODE, PROXY_CONFIG};
+use crate::istio::{self, Mesh, Namespace, Release};
+use crate::kube::{decode, normalize, store, validate};
+use crate::names::{APPLIED, EXIT_KEY, OWNER_MODE};
 use crate::{check_verdict, differences};
 use serde_json::{json, Map, Value};
 
-/// The namespace every journey's objects live in.
+/// The namespace a journey's objects live in, unless it says otherwise.
 pub const NAMESPACE: &str = "batch";
+/// The annotation `kubectl apply` keeps the manifest it applied in.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Which mutating webhook the API server calls first for a Pod: it calls
+/// mutating webhook configurations in the order of their names
+/// (docs/facts.md, "Admission").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Webhooks {
+    /// Kubewarden up to 1.37.1 names a ClusterAdmissionPolicy's
+    /// configuration `clusterwide-<name>`, which sorts before Istio's
+    /// `istio-sidecar-injector` and `istio-revision-tag-*`: the policy
+    /// sees a Pod before it is injected.
+    PolicyFirst,
+    /// Since Kubewarden 1.37.2 it is `kw.cap.<name>`, which sorts after
+    /// them: the policy sees a Pod Istio has injected.
+    InjectorFirst,
+}
+
+impl Webhooks {
+    pub const ALL: [Webhooks; 2] = [Webhooks::PolicyFirst, Webhooks::InjectorFirst];
+}
 /// `$0` of the quitEndpoint wrapper: how a wrapped command is told.
 pub const QUIT_NAME: &str = "istio-job-sidecar-quit";
 
@@ -75,12 +97,58 @@ pub struct Case {
     pub about: &'static str,
     /// The policy's settings at the start (`Step::Settings` changes them).
     pub settings: Value,
+    /// The namespace's `istio-injection` label.
     pub namespace: Namespace,
+    /// The namespace's name (`NAMESPACE` unless the journey is about it).
+    pub namespace_name: &'static str,
     pub mesh: Mesh,
+    /// Which of the policy's webhook and Istio's is called first.
+    pub webhooks: Webhooks,
     /// Whether the policy's webhook is called in this namespace (its
     /// `namespaceSelector`); Istio's is decided by `namespace`.
     pub selected: bool,
     pub steps: Vec<Step>,
+}
+
+impl Case {
+    /// The same journey in every cluster that matters to it: each webhook
+    /// order, each mesh flag, each Istio release's reading; itself first.
+    pub fn variants(&self) -> Vec<Case> {
+        let mut all = vec![self.clone()];
+        for webhooks in Webhooks::ALL {
+            for native_flag in [false, true] {
+                for release in Release::ALL {
+                    let mesh = Mesh {
+                        native_flag,
+                        release,
+                        ..self.mesh
+                    };
+                    if (webhooks, mesh) != (self.webhooks, self.mesh) {
+                        all.push(Case {
+                            webhooks,
+                            mesh,
+                            ..self.clone()
+                        });
+                    }
+                }
+            }
+        }
+        all
+    }
+
+    /// The cluster a variant runs in, for messages.
+    pub fn cluster(&self) -> String {
+        let kubewarden = match self.webhooks {
+            Webhooks::PolicyFirst => "Kubewarden <= 1.37.1 (policy first)",
+            Webhooks::InjectorFirst => "Kubewarden >= 1.37.2 (Istio first)",
+        };
+        let release = match self.mesh.release {
+            Release::V1_24 => "Istio 1.24-1.26",
+            Release::V1_27 => "Istio >= 1.27",
+        };
+        let flag = if self.mesh.native_flag { "on" } else { "off" };
+        format!("{kubewarden}, {release}, native flag {flag}")
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -106,6 +174,9 @@ pub enum Edit {
     /// what it applies: each of its fields comes back as written, every
     /// other stays as stored (a webhook's annotation, the policy's record).
     Apply(Value),
+    /// `kubectl apply` of this manifest: a three-way strategic merge of the
+    /// manifest it last applied, this one and the stored object.
+    KubectlApply(Value),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,8 +190,14 @@ pub enum Expect {
     /// The Pod is as it would be without the policy (but for the owner's
     /// mode carried down): the workload is disabled, Istio does not inject
     /// it, or its owner chose so (a `sidecar.istio.io/nativeSidecar:
-    /// "false"` stands).
+    /// "false"` stands). Where the cluster refuses that Pod, the policy's
+    /// may be refused alike, or be valid.
     AsWithoutPolicy,
+    /// The Pod is valid, and no more is promised: a documented limit (the
+    /// key exitOnJobCompletion adds reaches a proxy only through Istio's
+    /// injection, and a kube-injected Pod Istio does not inject again keeps
+    /// the config it was injected with).
+    Valid,
 }
 
 /// One admission request and what came of it.
@@ -139,6 +216,8 @@ pub struct Hop {
     pub admitted: Value,
     /// The object as stored (for a Pod: after Istio's injector).
     pub stored: Value,
+    /// Why the API server refused the object, if it did: it is not stored.
+    pub rejected: Option<String>,
 }
 
 /// A journey made: its hops, and the Pod of every `Run`.
@@ -156,12 +235,16 @@ impl Trip {
             .hops
             .iter()
             .map(|h| {
-                json!({
+                let mut hop = json!({
                     "what": h.what,
                     "sent": h.sent,
                     "patch": h.patch,
                     "warnings": h.warnings,
-                })
+                });
+                if let Some(why) = &h.rejected {
+                    hop["rejected"] = Value::from(why.as_str());
+                }
+                hop
             })
             .collect();
         json!({"about": case.about, "hops": hops, "pods": self.pods})
@@ -169,6 +252,7 @@ impl Trip {
 }
 
 /// The journey of `case` with `policy` answering for the policy's webhook.
+/// An object the API server refuses is not stored: its hop says why.
 pub fn travel(case: &Case, policy: &mut dyn Admission) -> Result<Trip, String> {
     let mut trip = Trip {
         hops: Vec::new(),
@@ -186,55 +270,71 @@ pub fn travel(case: &Case, policy: &mut dyn Admission) -> Result<Trip, String> {
     for step in &case.steps {
         match step {
             Step::Create(object) => {
-                let object = decode(&in_namespace(object));
+                let object = decode(&in_namespace(object, case.namespace_name));
                 let kind = kind_of(&object);
                 let what = format!("{kind} CREATE");
-                let mut hop = admit(case, policy, &settings, &what, &object, None)?;
+                let hop = if kind == "Pod" {
+                    pod_admission(case, policy, &settings, &what, &object)?
+                } else {
+                    admit(case, policy, &settings, &what, &object, None)?
+                };
+                // The API server gives the object its uid after admission.
                 let uid = next_uid();
-                hop.stored = store(&with_uid(&hop.stored, &uid), &uid);
-                if kind == "Pod" {
-                    hop.stored = store(&istio_hop(case, &hop.stored)?, &uid);
+                if hop.rejected.is_none() {
+                    top = Some(store(&with_uid(&hop.stored, &uid), &uid));
                 }
-                top = Some(hop.stored.clone());
                 trip.hops.push(hop);
             }
             Step::Stored(object) => {
                 let uid = next_uid();
-                let object = decode(&in_namespace(object));
+                let object = decode(&in_namespace(object, case.namespace_name));
                 top = Some(store(&with_uid(&object, &uid), &uid));
             }
             Step::Update(edit) => {
-                let old = top.take().ok_or("an update before the workload exists")?;
-                let object = decode(&edit.apply(&old));
+                let old = top.clone().ok_or("an update before the workload exists")?;
+                let object = decode(&edit.apply(&old, case.namespace_name));
                 let kind = kind_of(&object);
                 let what = format!("{kind} UPDATE");
                 let hop = admit(case, policy, &settings, &what, &object, Some(&old))?;
                 if kind == "Job" && hop.patch.is_some() {
                     return Err("a Job UPDATE was patched: its template is immutable".into());
                 }
-                top = Some(store(&hop.stored, ""));
+                if hop.rejected.is_none() {
+                    top = Some(store(&hop.stored, ""));
+                }
                 trip.hops.push(hop);
             }
             Step::Settings(new) => settings = new.clone(),
             Step::Run(_) => {
+                // A workload the API server refused makes no Pod.
+                let refused = trip.hops.last().is_some_and(|h| h.rejected.is_some());
+                if top.is_none() && refused {
+                    trip.pods.push(Value::Null);
+                    continue;
+                }
                 let top = top.as_ref().ok_or("a run before the workload exists")?;
                 let pod = match kind_of(top).as_str() {
-                    "Pod" => top.clone(),
+                    "Pod" => Some(top.clone()),
                     "Job" => pod_hop(case, policy, &settings, top, &mut trip)?,
                     "CronJob" => {
                         let job = decode(&job_from_cronjob(top, minute));
                         minute += 60;
                         let what = "Job CREATE (CronJob controller)";
-                        let mut hop = admit(case, policy, &settings, what, &job, None)?;
+                        let hop = admit(case, policy, &settings, what, &job, None)?;
                         let uid = next_uid();
-                        hop.stored = store(&with_uid(&hop.stored, &uid), &uid);
-                        let job = hop.stored.clone();
+                        let stored = hop
+                            .rejected
+                            .is_none()
+                            .then(|| store(&with_uid(&hop.stored, &uid), &uid));
                         trip.hops.push(hop);
-                        pod_hop(case, policy, &settings, &job, &mut trip)?
+                        match stored {
+                            Some(job) => pod_hop(case, policy, &settings, &job, &mut trip)?,
+                            None => None,
+                        }
                     }
                     other => return Err(format!("no controller runs a {other}")),
                 };
-                trip.pods.push(pod);
+                trip.pods.push(pod.unwrap_or(Value::Null));
             }
         }
     }
@@ -242,25 +342,46 @@ pub fn travel(case: &Case, policy: &mut dyn Admission) -> Result<Trip, String> {
 }
 
 /// What each `Run` of `case` must give, checked on a trip made with the
-/// policy: a Pod the API server accepts, that ends by the mode asked for
-/// (`Ends`) or is as the same journey makes it without the policy
-/// (`AsWithoutPolicy`); every warning fits; every object the policy
-/// patched, sent again as the policy left it, is not patched again (a
-/// second journey from the stored objects changes nothing).
+/// policy: every object the API server accepts (the policy never makes
+/// one it refuses that it would accept without the policy), a Pod that ends by the mode asked for (`Ends`) or is as
+/// the same journey makes it without the policy (`AsWithoutPolicy`); every
+/// warning fits; every object the policy patched, sent again as the
+/// policy left it, is not patched again (a second journey from the stored
+/// objects changes nothing).
 pub fn judge(case: &Case, trip: &Trip, policy: &mut dyn Admission) -> Result<(), String> {
     let without = travel(case, &mut NoPolicy)?;
+    // A refusal is the policy's doing unless the cluster refuses the same
+    // object without it (a user's own word the policy respects).
+    for (i, hop) in trip.hops.iter().enumerate() {
+        if let Some(why) = &hop.rejected {
+            let alike = without.hops.get(i).and_then(|h| h.rejected.as_ref()) == Some(why);
+            if !alike {
+                return Err(format!("{}: the API server refuses it: {why}", hop.what));
+            }
+        }
+    }
     let expects = case.steps.iter().filter_map(|s| match s {
         Step::Run(expect) => Some(*expect),
         _ => None,
     });
     for (i, expect) in expects.enumerate() {
         let run = |e: String| format!("run {}: {e}", i + 1);
-        check_pod(&trip.pods[i]).map_err(run)?;
-        if let Expect::Ends(mode) = expect {
-            check_ends(&trip.pods[i], mode).map_err(run)?;
+        let pod = &trip.pods[i];
+        if pod.is_null() && expect == Expect::AsWithoutPolicy && without.pods[i].is_null() {
+            continue;
         }
-        if expect == Expect::AsWithoutPolicy {
-            let got = as_without_policy(&trip.pods[i]);
+        if pod.is_null() {
+            return Err(run("no Pod was made".into()));
+        }
+        check_pod(pod).map_err(run)?;
+        if let Expect::Ends(mode) = expect {
+            check_ends(pod, mode).map_err(run)?;
+        }
+        // Where the cluster refuses the Pod without the policy (a user's own
+        // word, such as "false" beside a proxy Istio injected natively), a
+        // Pod the policy made valid without applying a mode is as good.
+        if expect == Expect::AsWithoutPolicy && !without.pods[i].is_null() {
+            let got = as_without_policy(pod);
             let want = as_without_policy(&without.pods[i]);
             if got != want {
                 return Err(format!(
@@ -276,7 +397,8 @@ pub fn judge(case: &Case, trip: &Trip, policy: &mut dyn Admission) -> Result<(),
     }
     for hop in trip.hops.iter().filter(|h| h.sent && h.patch.is_some()) {
         let old = (hop.operation == "UPDATE").then_some(&hop.admitted);
-        let request = admission_request(&hop.operation, &hop.admitted, old);
+        let again = decode(&hop.admitted);
+        let request = admission_request(&hop.operation, &again, old);
         if let Some(patch) = policy.admit(&request, &hop.settings)?.patch {
             return Err(format!(
                 "{}: the policy's result sent again is patched again: {patch}",
@@ -287,6 +409,44 @@ pub fn judge(case: &Case, trip: &Trip, policy: &mut dyn Admission) -> Result<(),
     Ok(())
 }
 
+/// Which clusters a journey is made in by `check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clusters {
+    /// Every variant (`Case::variants`).
+    All,
+    /// The journey as written, and the same with the other webhook order.
+    BothWebhookOrders,
+}
+
+/// A journey made and judged in each of `clusters`, the journey as written
+/// compared whole with its golden file `golden` (`None`: not compared).
+/// The first failure names the cluster it happened in.
+pub fn check(
+    case: &Case,
+    policy: &mut dyn Admission,
+    golden: Option<&std::path::Path>,
+    clusters: Clusters,
+) -> Result<(), String> {
+    let variants = case.variants();
+    let variants = variants
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| *i == 0 || clusters == Clusters::All || v.mesh == case.mesh);
+    for (i, variant) in variants {
+        let outcome = travel(variant, policy).and_then(|trip| {
+            judge(variant, &trip, policy)?;
+            match golden {
+                Some(path) if i == 0 => crate::golden(path, &trip.to_golden(variant)),
+                _ => Ok(()),
+            }
+        });
+        outcome.map_err(|e| format!("{}: {e}", variant.cluster()))?;
+    }
+    Ok(())
+}
+
+/// One request through the policy's webhook (when its namespace is
+/// selected), the object defaulted again after its patch and validated.
 fn admit(
     case: &Case,
     policy: &mut dyn Admission,
@@ -305,6 +465,7 @@ fn admit(
         warnings: Vec::new(),
         admitted: object.clone(),
         stored: object.clone(),
+        rejected: None,
     };
     if case.selected {
         let request = admission_request(operation, object, old);
@@ -313,28 +474,52 @@ fn admit(
             .map_err(|e| format!("{what}: {e}"))?;
         if let Some(patch) = &admitted.patch {
             hop.admitted = apply_patch(object, patch).map_err(|e| format!("{what}: {e}"))?;
-            hop.stored = hop.admitted.clone();
+            hop.stored = decode(&hop.admitted);
         }
         hop.patch = admitted.patch;
         hop.warnings = admitted.warnings;
     }
+    hop.rejected = validate(&hop.stored).err();
+    Ok(hop)
+}
+
+/// A Pod CREATE through both mutating webhooks, in the order their names
+/// sort, each patch defaulted before the next, then validated.
+fn pod_admission(
+    case: &Case,
+    policy: &mut dyn Admission,
+    settings: &Value,
+    what: &str,
+    pod: &Value,
+) -> Result<Hop, String> {
+    let mut hop = match case.webhooks {
+        Webhooks::PolicyFirst => {
+            let mut hop = admit(case, policy, settings, what, pod, None)?;
+            hop.stored = decode(&istio_hop(case, &hop.stored)?);
+            hop
+        }
+        Webhooks::InjectorFirst => {
+            let injected = decode(&istio_hop(case, pod)?);
+            admit(case, policy, settings, what, &injected, None)?
+        }
+    };
+    hop.rejected = validate(&hop.stored).err();
     Ok(hop)
 }
 
 /// The Job controller's next Pod of `job`, admitted, injected by Istio
-/// and stored.
+/// and stored; `None` when the API server refuses it.
 fn pod_hop(
     case: &Case,
     policy: &mut dyn Admission,
     settings: &Value,
     job: &Value,
     trip: &mut Trip,
-) -> Result<Value, String> {
+) -> Result<Option<Value>, String> {
     let pod = decode(&pod_from_job(job, 0));
     let what = "Pod CREATE (Job controller)";
-    let mut hop = admit(case, policy, settings, what, &pod, None)?;
-    hop.stored = store(&istio_hop(case, &hop.stored)?, "");
-    let pod = hop.stored.clone();
+    let hop = pod_admission(case, policy, settings, what, &pod)?;
+    let pod = hop.rejected.is_none().then(|| store(&hop.stored, ""));
     trip.hops.push(hop);
     Ok(pod)
 }
@@ -374,7 +559,10 @@ pub fn admission_request(operation: &str, object: &Value, old: Option<&Value>) -
     request.insert("requestKind".into(), gvk);
     request.insert("requestResource".into(), gvr);
     request.insert("name".into(), name.into());
-    request.insert("namespace".into(), NAMESPACE.into());
+    let namespace = object["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or(NAMESPACE);
+    request.insert("namespace".into(), namespace.into());
     request.insert("operation".into(), operation.into());
     request.insert(
         "userInfo".into(),
@@ -402,7 +590,7 @@ pub fn apply_patch(object: &Value, patch: &Value) -> Result<Value, String> {
 
 impl Edit {
     /// The object the user sends: `stored` edited.
-    pub fn apply(&self, stored: &Value) -> Value {
+    pub fn apply(&self, stored: &Value, namespace: &str) -> Value {
         let mut object = stored.clone();
         match self {
             Edit::Annotate(key, value) => {
@@ -421,10 +609,80 @@ impl Edit {
                 }
             }
             Edit::Apply(manifest) => {
-                server_side_apply(&mut object, &decode(&in_namespace(manifest)));
+                server_side_apply(&mut object, &decode(&in_namespace(manifest, namespace)));
+            }
+            Edit::KubectlApply(manifest) => {
+                object = kubectl_apply(stored, &in_namespace(manifest, namespace));
             }
         }
         object
+    }
+}
+
+/// A manifest as `kubectl apply` creates it: with the annotation that
+/// keeps what it applied, for the next apply's three-way merge.
+pub fn created_by_kubectl_apply(manifest: &Value) -> Value {
+    let mut object = manifest.clone();
+    let text = manifest.to_string();
+    if let Some(metadata) = object["metadata"].as_object_mut() {
+        let annotations = metadata.entry("annotations").or_insert_with(|| json!({}));
+        if let Some(annotations) = annotations.as_object_mut() {
+            annotations.insert(LAST_APPLIED.into(), Value::from(text));
+        }
+    }
+    object
+}
+
+/// `kubectl apply` (`CreateThreeWayMergePatch`): what the manifest last
+/// applied has and this one lacks is deleted, what this one has is set
+/// where the stored object differs, lists of named items (containers,
+/// env, volumes: patch merge key `name`) merged item by item, so an item
+/// a webhook added and no manifest named stays; the annotation then keeps
+/// this manifest.
+fn kubectl_apply(stored: &Value, manifest: &Value) -> Value {
+    let original: Value = stored["metadata"]["annotations"][LAST_APPLIED]
+        .as_str()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or(Value::Null);
+    let mut object = stored.clone();
+    delete_dropped(&mut object, &original, manifest);
+    server_side_apply(&mut object, manifest);
+    let text = manifest.to_string();
+    object["metadata"]["annotations"][LAST_APPLIED] = Value::from(text);
+    object
+}
+
+/// Deletes from `current` what `original` has and `modified` lacks.
+fn delete_dropped(current: &mut Value, original: &Value, modified: &Value) {
+    match (current, original) {
+        (Value::Object(current), Value::Object(original)) => {
+            for (key, was) in original {
+                match modified.get(key) {
+                    None => {
+                        current.remove(key);
+                    }
+                    Some(now) => {
+                        if let Some(child) = current.get_mut(key) {
+                            delete_dropped(child, was, now);
+                        }
+                    }
+                }
+            }
+        }
+        (Value::Array(current), Value::Array(original)) if named_items(original) => {
+            let modified = modified.as_array().map_or(&[][..], Vec::as_slice);
+            for was in original {
+                match modified.iter().find(|m| m["name"] == was["name"]) {
+                    None => current.retain(|c| c["name"] != was["name"]),
+                    Some(now) => {
+                        if let Some(child) = current.iter_mut().find(|c| c["name"] == was["name"]) {
+                            delete_dropped(child, was, now);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -463,10 +721,10 @@ fn named_items(items: &[Value]) -> bool {
     !items.is_empty() && items.iter().all(|i| i["name"].is_string())
 }
 
-fn in_namespace(object: &Value) -> Value {
+fn in_namespace(object: &Value, namespace: &str) -> Value {
     let mut object = object.clone();
     if let Some(metadata) = object["metadata"].as_object_mut() {
-        metadata.insert("namespace".into(), NAMESPACE.into());
+        metadata.insert("namespace".into(), namespace.into());
     }
     object
 }
@@ -487,47 +745,9 @@ fn list<'v>(pod: &'v Value, key: &str) -> &'v [Value] {
     pod["spec"][key].as_array().map_or(&[], Vec::as_slice)
 }
 
-/// What the API server checks of a Pod that matters here
-/// (`pkg/apis/core/validation`): container names unique across init and
-/// regular containers; an init container's `restartPolicy`, if any, is
-/// `Always` (a native sidecar); only native sidecars may have probes or
-/// lifecycle hooks among the init containers.
+/// The Pod is one the API server accepts (`kube::validate`).
 pub fn check_pod(pod: &Value) -> Result<(), String> {
-    let mut names = Vec::new();
-    for key in ["initContainers", "containers"] {
-        for c in list(pod, key) {
-            let name = c["name"].as_str().unwrap_or_default();
-            if names.contains(&name) {
-                return Err(format!("the Pod is rejected: two containers named {name}"));
-            }
-            names.push(name);
-            if key != "initContainers" {
-                continue;
-            }
-            match c["restartPolicy"].as_str() {
-                None => {
-                    let fields = [
-                        "readinessProbe",
-                        "livenessProbe",
-                        "startupProbe",
-                        "lifecycle",
-                    ];
-                    if let Some(field) = fields.iter().find(|f| !c[**f].is_null()) {
-                        return Err(format!(
-                            "the Pod is rejected: init container {name} has {field}"
-                        ));
-                    }
-                }
-                Some("Always") => {}
-                Some(other) => {
-                    return Err(format!(
-                        "the Pod is rejected: init container {name} has restartPolicy {other}"
-                    ))
-                }
-            }
-        }
-    }
-    Ok(())
+    validate(pod).map_err(|why| format!("the Pod is rejected: {why}"))
 }
 
 /// The Pod ends when its app ends, by `mode`.
@@ -547,11 +767,24 @@ pub fn check_ends(pod: &Value, mode: &str) -> Result<(), String> {
     if mode != "quitEndpoint" && apps.iter().any(|c| wrapped(c)) {
         return Err(format!("{mode}: the app is still wrapped by quitEndpoint"));
     }
-    let native = list(pod, "initContainers")
-        .iter()
-        .find(|c| c["name"] == istio::PROXY);
-    if native.is_some_and(|proxy| proxy["restartPolicy"] != "Always") {
+    let init = list(pod, "initContainers");
+    let native = init.iter().position(|c| c["name"] == istio::PROXY);
+    if native.is_some_and(|i| init[i]["restartPolicy"] != "Always") {
         return Err("istio-proxy is a plain init container: the Pod never starts".into());
+    }
+    // Istio's native form: only its own init containers before the proxy,
+    // so that the user's run inside the mesh.
+    if let Some(before) = native.map(|i| &init[..i]) {
+        let istio = [istio::INIT, istio::VALIDATION];
+        if let Some(c) = before
+            .iter()
+            .find(|c| !istio.iter().any(|n| c["name"] == *n))
+        {
+            return Err(format!(
+                "init container {} runs before the native istio-proxy, outside the mesh",
+                c["name"]
+            ));
+        }
     }
     if !containers.iter().any(|c| c["name"] == istio::PROXY) {
         // No proxy, or a native one: the Pod ends with its app.
@@ -566,12 +799,10 @@ pub fn check_ends(pod: &Value, mode: &str) -> Result<(), String> {
     }
 }
 
-/// The Pod's proxy config carries `exitOnJobCompletion: true`.
+/// The Pod's proxy was given `exitOnJobCompletion: true` when Istio
+/// injected it (an Istio build that acts on the key reads it there).
 fn exit_on_completion(pod: &Value) -> bool {
-    pod["metadata"]["annotations"][PROXY_CONFIG]
-        .as_str()
-        .and_then(|text| serde_yaml::from_str::<serde_yaml::Value>(text).ok())
-        .is_some_and(|config| config[EXIT_KEY] == serde_yaml::Value::Bool(true))
+    istio::injected_proxy_config(pod).is_some_and(|config| config[EXIT_KEY] == true)
 }
 
 /// A Pod compared with one made without the policy: the owner's mode the

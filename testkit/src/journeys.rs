@@ -8,8 +8,8 @@
 //! and Istio's own `istioctl kube-inject` output (`test_data/journeys/workloads/`,
 //! `test_data/fixtures/`).
 
-use crate::istio::{Mesh, Namespace};
-use crate::journey::{Case, Edit, Expect, Step};
+use crate::istio::{Mesh, Namespace, Release};
+use crate::journey::{created_by_kubectl_apply, Case, Edit, Expect, Step, Webhooks, NAMESPACE};
 use crate::names::{self, MODE};
 use serde_json::{json, Value};
 
@@ -52,6 +52,24 @@ fn injected_cronjob() -> Value {
     let app = &mut cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
     app["command"] = app["args"].take();
     cronjob
+}
+
+/// Istio's kube-injected Job (classic) with an init container of its own,
+/// which the classic form runs before `istio-init`.
+fn injected_job_with_init() -> Value {
+    let mut job = injected_job();
+    let spec = &mut job["spec"]["template"]["spec"];
+    let mut init = vec![
+        json!({"name": "db-migrate", "image": "registry.example/migrate:1", "command": ["migrate", "up"]}),
+    ];
+    init.extend(
+        spec["initContainers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    spec["initContainers"] = Value::Array(init);
+    job
 }
 
 /// The pod template of a Job or CronJob (a Pod is its own).
@@ -97,10 +115,11 @@ const EXIT: &str = "exitOnJobCompletion";
 const OFF: Mesh = Mesh {
     native_flag: false,
     cni: false,
+    release: Release::V1_27,
 };
 const ON: Mesh = Mesh {
     native_flag: true,
-    cni: false,
+    ..OFF
 };
 
 fn case(name: &'static str, about: &'static str, settings: Value, steps: Vec<Step>) -> Case {
@@ -109,7 +128,9 @@ fn case(name: &'static str, about: &'static str, settings: Value, steps: Vec<Ste
         about,
         settings,
         namespace: Namespace::Enabled,
+        namespace_name: NAMESPACE,
         mesh: OFF,
+        webhooks: Webhooks::PolicyFirst,
         selected: true,
         steps,
     }
@@ -183,12 +204,46 @@ pub fn all() -> Vec<Case> {
             vec![Step::Create(annotated(job(), "template", names::INJECT, "false")), run(UNTOUCHED)]),
         case("injection-empty-label-beats-annotation", "an empty label wins over the annotation \"false\": Istio injects, so the app is wrapped", mode(QUIT),
             vec![Step::Create(annotated(labelled(job(), "template", names::INJECT, ""), "template", names::INJECT, "false")), run(Ends(QUIT))]),
-        case("injection-label-capital-false", "the label \"False\" is no exact \"false\": Istio injects", mode(QUIT),
+        case("injection-label-capital-false", "the label \"False\" is no exact \"false\": Istio >= 1.27 injects (1.24-1.26 do not, and the wrapper finds no proxy to quit)", mode(QUIT),
             vec![Step::Create(labelled(job(), "template", names::INJECT, "False")), run(Ends(QUIT))]),
-        case("injection-annotation-no", "the annotation \"no\" is no exact \"false\": Istio injects", mode(QUIT),
+        case("injection-annotation-no", "the annotation \"no\" is no exact \"false\": Istio >= 1.27 injects (1.24-1.26 do not)", mode(QUIT),
             vec![Step::Create(annotated(job(), "template", names::INJECT, "no")), run(Ends(QUIT))]),
         case("host-network-job", "a hostNetwork Job: Istio never injects it, so it is never wrapped", mode(QUIT),
             vec![Step::Create({ let mut j = job(); j["spec"]["template"]["spec"]["hostNetwork"] = json!(true); j }), run(UNTOUCHED)]),
+        // Istio's re-injection merges onto the Pod as it came: a proxy
+        // injected natively, rendered classic again, would be there twice.
+        case("kube-injected-native-job-stored-before-policy", "a Job kube-injected natively, stored before the policy: each Pod keeps one, native, proxy whichever webhook runs first", mode(NATIVE),
+            vec![Step::Stored(yaml(INJECTED_NATIVE_JOB)), run(Ends(NATIVE))]),
+        case("kube-injected-native-job-stored-before-policy-quit", "the same under quitEndpoint", mode(QUIT),
+            vec![Step::Stored(yaml(INJECTED_NATIVE_JOB)), run(Ends(QUIT))]),
+        case("kube-injected-native-job-exit", "exitOnJobCompletion beside a natively kube-injected proxy: it stays native", mode(EXIT),
+            vec![Step::Create(yaml(INJECTED_NATIVE_JOB)), run(Ends(EXIT))]),
+        // Istio 1.24-1.26 render native only for the exact "true".
+        case("job-native-annotation-capital-true", "a Job whose template says sidecar.istio.io/nativeSidecar: \"True\": made the exact \"true\" every release reads as native", mode(NATIVE),
+            vec![Step::Create(annotated(job(), "template", names::NATIVE, "True")), run(Ends(NATIVE))]),
+        case("cronjob-native-annotation-yes-then-quit", "a CronJob whose template says \"yes\", made \"true\" under nativeSidecar, then moved to quitEndpoint: the user's \"yes\" comes back", mode(NATIVE),
+            vec![Step::Create(annotated(cronjob(), "template", names::NATIVE, "yes")), run(Ends(NATIVE)),
+                 Step::Update(Edit::Annotate(MODE, Some(QUIT))), run(Ends(QUIT))]),
+        // The native form's order of init containers.
+        case("kube-injected-job-own-init-container", "a kube-injected Job with an init container of its own: moved, the proxy goes before it, as Istio's native form has it", mode(NATIVE),
+            vec![Step::Create(injected_job_with_init()), run(Ends(NATIVE))]),
+        case("kube-injected-indexed-job-native", "an Indexed kube-injected Job: its Pods' moved proxy gets the completion index too", mode(NATIVE),
+            vec![Step::Create({ let mut j = injected_job(); j["spec"]["completionMode"] = json!("Indexed"); j["spec"]["completions"] = json!(2); j }), run(Ends(NATIVE))]),
+        // GitOps: re-applying a kube-injected CronJob whose proxy was moved.
+        case("gitops-kubectl-apply-kube-injected-cronjob", "a kube-injected CronJob created and re-applied with kubectl apply: the classic proxy it brings back meets the moved one, and the apply lands", mode(NATIVE),
+            vec![Step::Create(created_by_kubectl_apply(&injected_cronjob())), run(Ends(NATIVE)),
+                 Step::Update(Edit::KubectlApply(injected_cronjob())), run(Ends(NATIVE)),
+                 Step::Update(Edit::KubectlApply(injected_cronjob())), run(Ends(NATIVE))]),
+        case("gitops-server-side-apply-kube-injected-cronjob", "the same with a server-side apply", mode(NATIVE),
+            vec![Step::Create(injected_cronjob()), run(Ends(NATIVE)),
+                 Step::Update(Edit::Apply(injected_cronjob())), run(Ends(NATIVE)),
+                 Step::Update(Edit::Apply(injected_cronjob())), run(Ends(NATIVE))]),
+        case("gitops-kubectl-apply-kube-injected-cronjob-then-quit", "a moved kube-injected CronJob re-applied as the cluster moves to quitEndpoint: the moved proxy goes, the app is wrapped", mode(NATIVE),
+            vec![Step::Create(created_by_kubectl_apply(&injected_cronjob())), run(Ends(NATIVE)), Step::Settings(mode(QUIT)),
+                 Step::Update(Edit::KubectlApply(injected_cronjob())), run(Ends(QUIT))]),
+        case("gitops-server-side-apply-kube-injected-cronjob-disabled", "a moved kube-injected CronJob re-applied with the workload disabled in Git: the moved proxy goes", mode(NATIVE),
+            vec![Step::Create(injected_cronjob()), run(Ends(NATIVE)),
+                 Step::Update(Edit::Apply(annotated(injected_cronjob(), "object", MODE, "disabled"))), run(UNTOUCHED)]),
         // GitOps: a server-side apply after a change of mode.
         case("gitops-reapply-after-quit-to-native", "a CronJob wrapped under quitEndpoint, the cluster moved to nativeSidecar, then re-applied by a tool that owns command", mode(QUIT),
             vec![Step::Create(cronjob()), run(Ends(QUIT)), Step::Settings(mode(NATIVE)),
@@ -225,6 +280,7 @@ pub fn all() -> Vec<Case> {
     cni.mesh = Mesh {
         native_flag: true,
         cni: true,
+        ..OFF
     };
     let mut no_injector = case(
         "kube-injected-cronjob-no-injector",
@@ -251,6 +307,21 @@ pub fn all() -> Vec<Case> {
     );
     not_selected.namespace = Namespace::Unlabelled;
     not_selected.selected = false;
+    // Istio never injects these namespaces, whatever their labels say.
+    let mut system = case(
+        "kube-system-job-quit",
+        "a Job in kube-system under quitEndpoint: Istio never injects there, so it is never wrapped",
+        mode(QUIT),
+        vec![Step::Create(job()), run(UNTOUCHED)],
+    );
+    system.namespace_name = "kube-system";
+    let mut system_injected = case(
+        "kube-system-kube-injected-job",
+        "a kube-injected Job in kube-system carries its proxy anyway: moved to native",
+        mode(NATIVE),
+        vec![Step::Create(injected_job()), run(Ends(NATIVE))],
+    );
+    system_injected.namespace_name = "kube-system";
     let pod_always = case(
         "pod-always-untouched",
         "a Pod that runs forever is none of the policy's business",
@@ -270,6 +341,8 @@ pub fn all() -> Vec<Case> {
         no_injector,
         labelled_pods,
         not_selected,
+        system,
+        system_injected,
         pod_always,
     ]);
     cases

@@ -599,22 +599,24 @@ pub const UNREADABLE: [&str; 22] = [
 /// hand might write it), or an unreadable one.
 pub fn arb_record() -> BoxedStrategy<String> {
     let readable = prop_oneof![
-        Just(Applied::NativeAnnotation.text()),
+        arb_annotated().prop_map(|a| Applied::NativeAnnotation(a).text()),
         (
             prop::sample::select(SIDECARS.to_vec()),
             0..4usize,
             prop::sample::subsequence(MOVE_ADDS.to_vec(), 0..=3),
             prop::option::of(prop_oneof![Just("Never"), Just("Always")]),
             prop::option::weighted(0.5, arb_status()),
-            any::<bool>(),
+            prop::option::of(arb_annotated()),
+            prop::option::weighted(0.2, 0..3usize),
         )
-            .prop_map(|(container, from, added, restart_policy, status, annotation)| {
+            .prop_map(|(container, from, added, restart_policy, status, annotation, init)| {
                 Applied::NativeMove(Move {
                     container: container.to_owned(),
                     from,
                     added: added.into_iter().map(str::to_owned).collect(),
                     restart_policy: restart_policy.map(str::to_owned),
                     status,
+                    init_from: init.map(|i| vec![("istio-init".to_owned(), i)]).unwrap_or_default(),
                     annotation,
                 })
                 .text()
@@ -624,14 +626,17 @@ pub fn arb_record() -> BoxedStrategy<String> {
                 3 => prop::sample::select(EXIT_INSERTS.to_vec()),
                 1 => prop::sample::select(EXIT_INSERTS_BY_HAND.to_vec()),
             ],
-            any::<bool>()
+            any::<bool>(),
+            prop::option::weighted(0.2, arb_annotated()),
         )
-            .prop_map(|(inserted, created)| Applied::Exit {
+            .prop_map(|(inserted, created, annotation)| Applied::Exit {
                 inserted: inserted.to_owned(),
                 created,
+                annotation,
             }
             .text()),
-        arb_app_name().prop_map(|container| Applied::Quit { container }.text()),
+        (arb_app_name(), prop::option::weighted(0.2, arb_annotated()))
+            .prop_map(|(container, annotation)| Applied::Quit { container, annotation }.text()),
         Just(r#"{ "container": "app", "mode": "quitEndpoint" }"#.to_owned()),
         Just(r#"{"mode":"exitOnJobCompletion","inserted":"\nexitOnJobCompletion: true","created":null}"#.to_owned()),
         Just(r#"{"mode":"nativeSidecar","moved":"istio-proxy","from":1,"added":null,"status":null}"#.to_owned()),
@@ -644,6 +649,20 @@ pub fn arb_record() -> BoxedStrategy<String> {
     ]
     .boxed()
 }
+
+/// The annotation edit of a record: the annotation the policy added, or a
+/// user's value it made the exact "true".
+pub fn arb_annotated() -> BoxedStrategy<Annotated> {
+    prop::option::weighted(0.3, prop::sample::select(NATIVE_VALUES.to_vec()))
+        .prop_map(|was| Annotated {
+            was: was.map(str::to_owned),
+        })
+        .boxed()
+}
+
+/// Values of `sidecar.istio.io/nativeSidecar` a user writes: the exact
+/// ones, and those Istio's releases read differently.
+pub const NATIVE_VALUES: [&str; 5] = ["True", "yes", "", "False", "1"];
 
 /// A proxy config holding `exitOnJobCompletion: true` (and text that is not
 /// ASCII), with an exitOnJobCompletion record whose inserted text was
@@ -664,6 +683,7 @@ pub fn arb_hand_edited_exit() -> BoxedStrategy<(&'static str, String)> {
             let record = Applied::Exit {
                 inserted: inserted.to_owned(),
                 created,
+                annotation: None,
             };
             (config, record.text())
         })
@@ -1295,7 +1315,7 @@ pub fn injected_by_istio(
 pub fn as_legacy(kind: Kind, object: &Value, pick: usize) -> Option<Value> {
     let t = template_pointer(kind);
     let Record::Read {
-        applied: Applied::Quit { container },
+        applied: Applied::Quit { container, .. },
         legacy: false,
     } = record_of(object, t)
     else {
@@ -1357,14 +1377,14 @@ pub fn tamper(kind: Kind, object: &Value, which: u8, pick: usize) -> Option<Valu
         return None;
     };
     match applied {
-        Applied::Quit { container } if pick % 2 == 0 => {
+        Applied::Quit { container, .. } if pick % 2 == 0 => {
             let c = container_mut(&mut o, t, "containers", &container)?;
             let mut command = command_of(c)?;
             wrapped_original(&command)?;
             command.truncate(6);
             c["command"] = json!(command);
         }
-        Applied::Quit { container } => {
+        Applied::Quit { container, .. } => {
             let twin = container_mut(&mut o, t, "containers", &container)?.clone();
             o.pointer_mut(&format!("{t}/spec/containers"))?
                 .as_array_mut()?
@@ -1375,6 +1395,7 @@ pub fn tamper(kind: Kind, object: &Value, which: u8, pick: usize) -> Option<Valu
             let by_hand = Applied::Exit {
                 inserted: "é".into(),
                 created,
+                annotation: None,
             };
             set_annotation(&mut o, t, APPLIED, &by_hand.text());
         }
@@ -1390,7 +1411,8 @@ pub fn tamper(kind: Kind, object: &Value, which: u8, pick: usize) -> Option<Valu
             set_annotation(&mut o, t, PROXY_CONFIG, "[no, longer, a, mapping]");
         }
         Applied::NativeMove(m) => match pick % 3 {
-            1 if m.status.is_some() => {
+            // (On a Pod a status rewritten so is Istio's re-injection.)
+            1 if m.status.is_some() && kind != Kind::Pod => {
                 let (at, status) = injection_status(kind, &o)?;
                 set_annotation(&mut o, at, STATUS, &format!("{status} "));
             }
@@ -1410,7 +1432,7 @@ pub fn tamper(kind: Kind, object: &Value, which: u8, pick: usize) -> Option<Valu
                     .push(twin);
             }
         },
-        Applied::NativeAnnotation => return None,
+        Applied::NativeAnnotation(_) => return None,
     }
     Some(o)
 }
@@ -1422,8 +1444,8 @@ pub fn tamper(kind: Kind, object: &Value, which: u8, pick: usize) -> Option<Valu
 /// out; the moved proxy out of `initContainers` with the status back as
 /// it was before the move; the annotation set to the user's `"false"`.
 /// Returns the object, and the same object as if the policy had never
-/// recorded anything (the record gone, and the nativeSidecar annotation
-/// the move wrote, which the undo still takes off). `None` when there is
+/// recorded anything (the record gone, and what the record says it did to
+/// the nativeSidecar annotation, which the undo still takes back). `None` when there is
 /// no readable record, or no edit of it on the object.
 pub fn take_off(kind: Kind, object: &Value, pick: usize) -> Option<(Value, Value)> {
     let t = template_pointer(kind);
@@ -1431,22 +1453,30 @@ pub fn take_off(kind: Kind, object: &Value, pick: usize) -> Option<(Value, Value
     let Record::Read { applied, .. } = record_of(&o, t) else {
         return None;
     };
-    let mut ours = Vec::new();
+    // The annotation edit the record made beside its own, which the undo
+    // still takes back.
+    let mut annotation_back: Option<Annotated> = None;
+    if !matches!(applied, Applied::NativeAnnotation(_)) && annotation(&o, t, NATIVE) == Some("true")
+    {
+        annotation_back = applied.annotation().cloned();
+    }
     match applied {
-        Applied::Quit { container } if pick % 3 == 0 => {
+        Applied::Quit { container, .. } if pick % 3 == 0 => {
             let c = container_mut(&mut o, t, "containers", &container)?;
             c["command"] = json!(["/bin/echo", "replaced by hand"]);
         }
-        Applied::Quit { container } if pick % 3 == 1 => {
+        Applied::Quit { container, .. } if pick % 3 == 1 => {
             container_mut(&mut o, t, "containers", &container)?
                 .as_object_mut()?
                 .remove("command");
         }
-        Applied::Quit { container } => {
+        Applied::Quit { container, .. } => {
             container_mut(&mut o, t, "containers", &container)?["name"] =
                 json!(format!("{container}-renamed"));
         }
-        Applied::Exit { inserted, created } => {
+        Applied::Exit {
+            inserted, created, ..
+        } => {
             let config = annotation(&o, t, PROXY_CONFIG)?.to_owned();
             let at = config.rfind(&inserted)?;
             let rest = [&config[..at], &config[at + inserted.len()..]].concat();
@@ -1468,21 +1498,23 @@ pub fn take_off(kind: Kind, object: &Value, pick: usize) -> Option<(Value, Value
                 .as_array_mut()?;
             let at = init.iter().position(|c| c["name"] == json!(m.container))?;
             init.remove(at);
+            // Written back by an applier that owns the init containers, in
+            // their order before the move.
+            put_istio_init_back(&mut o, t, &m.init_from);
             if let Some(before) = &m.status {
                 let (at, _) = injection_status(kind, &o)?;
                 set_annotation(&mut o, at, STATUS, before);
             }
-            if m.annotation && annotation(&o, t, NATIVE) == Some("true") {
-                ours.push(NATIVE);
-            }
         }
-        Applied::NativeAnnotation => {
+        Applied::NativeAnnotation(_) => {
             annotation(&o, t, NATIVE)?;
             set_annotation(&mut o, t, NATIVE, "false");
         }
     }
     let mut bare = o.clone();
     remove_annotations(&mut bare, t, &RECORD_KEYS);
-    remove_annotations(&mut bare, t, &ours);
+    if let Some(edit) = annotation_back {
+        undo_annotation(&mut bare, t, &edit);
+    }
     Some((o, bare))
 }

@@ -16,8 +16,8 @@
 //! on the way to the Pod. Never from what the policy does.
 
 use crate::names::*;
-use policy_testkit::istio::{self, Mesh, Namespace};
-use policy_testkit::journey::{self, Case, Edit, Expect, Step, Trip, Validate};
+use policy_testkit::istio::{self, Mesh, Namespace, Release};
+use policy_testkit::journey::{self, Case, Edit, Expect, Step, Trip, Validate, Webhooks};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -104,6 +104,8 @@ pub struct Journey {
     pub workload_override: Option<bool>,
     pub namespace: Namespace,
     pub mesh: Mesh,
+    /// Which of the policy's webhook and Istio's is called first.
+    pub webhooks: Webhooks,
     /// A CronJob stored before the policy was installed.
     pub stored: bool,
     pub later: Vec<Later>,
@@ -249,6 +251,7 @@ impl Journey {
                     steps.push(Step::Run(match outcome {
                         Outcome::Ends(mode) => Expect::Ends(mode.name()),
                         Outcome::Untouched(_) => Expect::AsWithoutPolicy,
+                        Outcome::Valid => Expect::Valid,
                     }));
                     outcomes.push(outcome);
                 }
@@ -267,7 +270,9 @@ impl Journey {
             about: "a generated journey",
             settings: self.settings(self.mode),
             namespace: self.namespace,
+            namespace_name: journey::NAMESPACE,
             mesh: self.mesh,
+            webhooks: self.webhooks,
             selected: true,
             steps,
         };
@@ -284,6 +289,10 @@ pub enum Outcome {
     /// documented limit is the reason, a hop on the way says so in a warning
     /// that holds this text.
     Untouched(Option<&'static str>),
+    /// A valid Pod, no more: exitOnJobCompletion's key on a kube-injected
+    /// Pod Istio does not inject again reaches no proxy (README, "A note on
+    /// exitOnJobCompletion").
+    Valid,
 }
 
 /// The spec's view of the journey so far.
@@ -320,6 +329,23 @@ impl Model<'_> {
         }
     }
 
+    /// Whether Istio's injector injects the workload's Pods (again, for a
+    /// kube-injected one), as the namespace and the template say.
+    fn istio_injects(&self) -> bool {
+        let t = template_of(self.kind());
+        let template = self.object.pointer(t).cloned().unwrap_or_default();
+        let pod = json!({
+            "metadata": {
+                "namespace": journey::NAMESPACE,
+                "labels": template["metadata"]["labels"],
+                "annotations": template["metadata"]["annotations"],
+            },
+            "spec": {"hostNetwork": template["spec"]["hostNetwork"]},
+        });
+        istio::webhook_called(&pod, self.journey.namespace)
+            && istio::inject_required(&pod, self.journey.mesh.release)
+    }
+
     /// The workload's own word, nearest the pod first: the template's; a
     /// CronJob's jobTemplate's (each Job's own metadata), then its own
     /// metadata's once the policy has seen it; a Job's own metadata's.
@@ -351,12 +377,52 @@ impl Model<'_> {
         // CronJob form without the status): the mode is applied to it,
         // and the wrapper goes beside a native proxy too (Istio's injector
         // renders it again, classic unless asked for native).
+        // The user's "false" beside a proxy Istio injected natively: Istio
+        // renders it classic again, beside the native one, and the cluster
+        // refuses the Pod whatever the policy does before the injector;
+        // after it, the policy keeps the classic one and applies the mode.
+        let twice = w.base == Base::Native && w.native == Some("false") && self.istio_injects();
+        if twice && self.journey.webhooks == Webhooks::PolicyFirst {
+            return Outcome::Untouched(None);
+        }
+        // A Job's template is immutable: where Istio's injector runs after
+        // the policy, a Job admitted under another mode has its Pods come
+        // out of the injector as that template asks (native for good, a
+        // proxy config baked in), and the policy, at Pod CREATE, can only
+        // take back what Istio did not render (README, "Which Istio and
+        // Kubernetes each mode needs"): a valid Pod, no more promised, but
+        // by nativeSidecar, which moves the proxy all the same.
+        let created = match self.word().filter(|_| honoured) {
+            Some(word) => Mode::parse(word).unwrap_or(self.journey.mode),
+            None => self.journey.mode,
+        };
+        if self.kind() == Kind::Job
+            && self.journey.webhooks == Webhooks::InjectorFirst
+            && created != mode
+            && mode != Mode::Native
+        {
+            return Outcome::Valid;
+        }
         match mode {
             Mode::Native if w.native == Some("false") => Outcome::Untouched(None),
             Mode::Quit if w.second_app => {
                 Outcome::Untouched(Some("quitEndpoint wraps a single app container"))
             }
             Mode::Quit if !w.command => Outcome::Untouched(Some("no command, not wrapped")),
+            // The key reaches a kube-injected proxy only if Istio renders it
+            // again: not where its webhook skips the Pod, nor where the Pod
+            // carries the proxy without the status (the older CronJob form),
+            // whose own container then wins over the rendering.
+            // Nor a Pod created directly where Istio's injector runs first:
+            // the key comes after the injection.
+            Mode::Exit
+                if matches!(w.base, Base::Classic { on_owner: true })
+                    || (matches!(w.base, Base::Classic { .. }) && !self.istio_injects())
+                    || (self.kind() == Kind::Pod
+                        && self.journey.webhooks == Webhooks::InjectorFirst) =>
+            {
+                Outcome::Valid
+            }
             Mode::Exit => match w.proxy_config {
                 Some("exitOnJobCompletion: false") => Outcome::Untouched(None),
                 Some("- no mapping") => {
@@ -443,7 +509,8 @@ fn arb_workload() -> BoxedStrategy<Workload> {
         ),
         (some_of(&INJECT_VALUES, 0.2), some_of(&INJECT_VALUES, 0.2)),
         prop::bool::weighted(0.08),
-        some_of(&["true", "false"], 0.15),
+        // The exact values, and ones Istio 1.24-1.26 read otherwise.
+        some_of(&["true", "false", "True", "yes"], 0.2),
         some_of(&PROXY_CONFIGS, 0.2),
     )
         .prop_map(
@@ -492,7 +559,12 @@ pub fn arb_journey() -> BoxedStrategy<Journey> {
             1 => Just(Namespace::Unlabelled),
             1 => Just(Namespace::Disabled),
         ],
-        (any::<bool>(), prop::bool::weighted(0.2)),
+        (
+            any::<bool>(),
+            prop::bool::weighted(0.2),
+            prop::sample::select(Release::ALL.to_vec()),
+            prop::sample::select(Webhooks::ALL.to_vec()),
+        ),
         prop::bool::weighted(0.25),
         prop::collection::vec(arb_later(), 0..3),
         any::<bool>(),
@@ -503,7 +575,7 @@ pub fn arb_journey() -> BoxedStrategy<Journey> {
                 mode,
                 workload_override,
                 namespace,
-                (flag, cni),
+                (flag, cni, release, webhooks),
                 stored,
                 later,
                 ask,
@@ -522,7 +594,9 @@ pub fn arb_journey() -> BoxedStrategy<Journey> {
                     mesh: Mesh {
                         native_flag: flag,
                         cni,
+                        release,
                     },
+                    webhooks,
                     stored: stored && kind == Kind::CronJob,
                     // A Pod created directly has no controller to run it
                     // again, nor a template to update.

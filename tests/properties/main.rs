@@ -207,7 +207,8 @@ proptest! {
             return Ok(());
         }
         let mode = expected_mode(&case);
-        let undo = undo_expectation(case.kind, &input, mode);
+        let settings = settings_of(&case.settings);
+        let undo = undo_expectation(case.kind, &input, &settings.sidecar, mode);
         if let Err(e) = check_undo_warning(&response, &undo.outcome) {
             prop_assert!(false, "{}", e);
         }
@@ -221,7 +222,6 @@ proptest! {
         let Some(output) = response.mutated else {
             return Ok(());
         };
-        let settings = settings_of(&case.settings);
         let a = strip(case.kind, mode, &settings.sidecar, &undo.object);
         let b = strip(case.kind, mode, &settings.sidecar, &output);
         prop_assert!(a == b, "undo {:?}\n{}", undo.outcome, diff_message(&a, &b));
@@ -236,15 +236,27 @@ proptest! {
             Some(Mode::Native) => {
                 native_record_edit(case.kind, &undo.object, &settings, undo.current.as_ref())
             }
-            Some(Mode::Exit) => exit_record_edit(
-                annotation(&undo.object, t, PROXY_CONFIG),
-                annotation(&output, t, PROXY_CONFIG),
-            )
-            .map_err(TestCaseError::fail)?,
-            Some(Mode::Quit) => {
-                quit_expectation(case.kind, &undo.object, &settings, undo.current.as_ref()).record
-            }
+            Some(Mode::Exit) => keep_native_edit(
+                case.kind,
+                &undo.object,
+                &settings,
+                exit_record_edit(
+                    annotation(&undo.object, t, PROXY_CONFIG),
+                    annotation(&output, t, PROXY_CONFIG),
+                )
+                .map_err(TestCaseError::fail)?,
+                undo.current.as_ref(),
+            ),
+            Some(Mode::Quit) => keep_native_edit(
+                case.kind,
+                &undo.object,
+                &settings,
+                quit_expectation(case.kind, &undo.object, &settings, undo.current.as_ref()).record,
+                undo.current.as_ref(),
+            ),
         };
+        let native = native_annotation_after(case.kind, &undo.object, mode, &edit);
+        prop_assert_eq!(annotation(&output, t, NATIVE), native.as_deref(), "{}", NATIVE);
         if let Err(e) = check_record(&undo.object, &output, t, &expected_record(&undo, edit)) {
             prop_assert!(false, "mode {:?}, undo {:?}: {}", mode, undo.outcome, e);
         }
@@ -319,8 +331,13 @@ proptest! {
         let input = object_of(&case.request);
         // Another mode's recorded edit is taken back first; it never
         // touches the config.
-        let undo = undo_expectation(case.kind, &input, Some(Mode::Exit));
-        let undone = matches!(undo.outcome, UndoOutcome::Done { .. });
+        let sidecar = settings_of(&case.settings).sidecar;
+        let undo = undo_expectation(case.kind, &input, &sidecar, Some(Mode::Exit));
+        // Beside a proxy injected natively the native form is asked for too.
+        let kept = keep_native_edit(
+            case.kind, &undo.object, &settings_of(&case.settings), RecordEdit::Keep, undo.current.as_ref(),
+        ) != RecordEdit::Keep;
+        let undone = matches!(undo.outcome, UndoOutcome::Done { .. }) || kept;
         let response = run(&case.request, &case.settings);
         let output = response.mutated.clone().unwrap_or_else(|| input.clone());
         let out_config = annotation(&output, t, PROXY_CONFIG).map(str::to_owned);
@@ -365,8 +382,8 @@ proptest! {
                         "line {:?} of the user's config lost in {:?}", line, text);
                 }
                 // Everything else: the only change.
-                let a = strip(case.kind, Some(Mode::Exit), "istio-proxy", &undo.object);
-                let b = strip(case.kind, Some(Mode::Exit), "istio-proxy", &output);
+                let a = strip(case.kind, Some(Mode::Exit), &sidecar, &undo.object);
+                let b = strip(case.kind, Some(Mode::Exit), &sidecar, &output);
                 prop_assert!(a == b, "{}", diff_message(&a, &b));
             }
         }
@@ -397,7 +414,7 @@ proptest! {
         }
         let mode = expected_mode(&case);
         let settings = settings_of(&case.settings);
-        let undo = undo_expectation(case.kind, &object_of(&case.request), mode);
+        let undo = undo_expectation(case.kind, &object_of(&case.request), &settings.sidecar, mode);
         let input = undo.object.clone();
         let response = run(&case.request, &case.settings);
         let output = response.mutated.clone().unwrap_or_else(|| object_of(&case.request));
@@ -428,14 +445,13 @@ proptest! {
                 let mut apps = in_c.clone();
                 let sidecar = apps.remove(at);
                 prop_assert_eq!(&out_c, &apps, "app containers changed");
-                let after_istio = in_i
-                    .iter()
-                    .rposition(|c| ISTIO_INITS.iter().any(|n| c["name"] == json!(n)))
-                    .map_or(0, |i| i + 1);
+                // In the native form's order: Istio's init containers, the
+                // proxy, then the others (Istio's `reorderPod`).
+                let (mut expected_init, _) = native_order(&in_i);
+                let after_istio = native_position(&expected_init);
                 // Compared with what Istio itself writes (its fixture), not
                 // with the policy's own output.
                 let moved = made_native(&sidecar, status_port(case.kind, &input));
-                let mut expected_init = in_i.clone();
                 expected_init.insert(after_istio, moved);
                 prop_assert_eq!(&out_i, &expected_init, "init containers not as expected");
                 // The status, where it was found, lists the proxy among the
@@ -458,7 +474,8 @@ proptest! {
                 // by its original argv; args and every other field kept.
                 let expected = quit_expectation(case.kind, &input, &settings, undo.current.as_ref());
                 prop_assert_eq!(&out_c, &expected.containers, "containers not as the README says");
-                let record = expected_record(&undo, expected.record);
+                let edit = keep_native_edit(case.kind, &input, &settings, expected.record, undo.current.as_ref());
+                let record = expected_record(&undo, edit);
                 if let Err(e) = check_record(&input, &output, t, &record) {
                     prop_assert!(false, "{}", e);
                 }
@@ -471,7 +488,8 @@ proptest! {
             }
         }
         if mode == Some(Mode::Native) {
-            let expected = native_annotation_after(case.kind, &input, &settings, undo.current.as_ref());
+            let edit = native_record_edit(case.kind, &input, &settings, undo.current.as_ref());
+            let expected = native_annotation_after(case.kind, &input, mode, &edit);
             prop_assert_eq!(annotation(&output, t, NATIVE), expected.as_deref(), "{}", NATIVE);
         }
     }
@@ -719,7 +737,8 @@ fn generators_reach_the_interesting_cases() {
         let response = run(&case.request, &case.settings);
         if handled(&case) {
             let object = object_of(&case.request);
-            let undo = undo_expectation(case.kind, &object, mode);
+            let sidecar = settings_of(&case.settings).sidecar;
+            let undo = undo_expectation(case.kind, &object, &sidecar, mode);
             match undo.outcome {
                 UndoOutcome::Done { form, edited: true } => *undone.entry(form).or_default() += 1,
                 UndoOutcome::Done { edited: false, .. } => {
@@ -765,7 +784,7 @@ fn generators_reach_the_interesting_cases() {
                         undo.current.as_ref(),
                     ) {
                         RecordEdit::Set(Applied::NativeMove(m))
-                            if in_containers && m.annotation =>
+                            if in_containers && m.annotation.is_some() =>
                         {
                             count("move writing the annotation")
                         }
@@ -862,6 +881,7 @@ fn generators_reach_the_interesting_cases() {
                 journeys::Outcome::Ends(mode) => format!("ends by {}", mode.name()),
                 journeys::Outcome::Untouched(None) => "as without the policy".to_owned(),
                 journeys::Outcome::Untouched(Some(limit)) => limit.to_owned(),
+                journeys::Outcome::Valid => "valid, the key reaching no proxy".to_owned(),
             };
             *outcomes.entry(what).or_default() += 1;
         }

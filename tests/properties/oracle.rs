@@ -339,34 +339,17 @@ pub fn status_port(kind: Kind, object: &Value) -> u16 {
         .unwrap_or(15020)
 }
 
-/// The readiness check a proxy's startup probe is made from, in the order
-/// Kubernetes lists probe handlers.
-pub fn readiness_check(sidecar: &Value) -> Option<(&'static str, Value)> {
-    ["exec", "httpGet", "tcpSocket", "grpc"]
-        .into_iter()
-        .find_map(|h| Some((h, sidecar["readinessProbe"].get(h)?.clone())))
-        .filter(|(_, check)| !check.is_null())
-}
-
-/// The sidecar as Istio would have injected it in native form: what it had,
-/// `restartPolicy: Always`, and, where it has none, Istio's startup probe
-/// on what its readiness probe checks and Istio's drain hook on the pod's
-/// status port (docs/facts.md, "The native form"; docs/design.md, "The
-/// move compared with Istio's own native injection").
+/// The sidecar as Istio would have injected it in native form: what it had
+/// (its startup probe where the mesh wrote one: Istio writes it in both
+/// forms or in neither), `restartPolicy: Always`, and, where it has none,
+/// Istio's drain hook on the pod's status port
+/// (docs/facts.md, "The native form"; docs/design.md, "The move compared
+/// with Istio's own native injection").
 pub fn made_native(sidecar: &Value, status_port: u16) -> Value {
     let istio = istio_native_proxy();
     let mut moved = sidecar.clone();
     moved["restartPolicy"] = json!("Always");
     let absent = |key: &str| sidecar.get(key).is_none_or(Value::is_null);
-    if absent("startupProbe") {
-        if let Some((handler, check)) = readiness_check(sidecar) {
-            let mut probe = istio["startupProbe"].clone();
-            let probe_map = probe.as_object_mut().unwrap();
-            probe_map.remove("httpGet");
-            probe_map.insert(handler.into(), check);
-            moved["startupProbe"] = probe;
-        }
-    }
     if absent("lifecycle") && status_port != 0 {
         let hook = serde_json::to_string(&istio["lifecycle"])
             .unwrap()
@@ -374,6 +357,40 @@ pub fn made_native(sidecar: &Value, status_port: u16) -> Value {
         moved["lifecycle"] = serde_json::from_str(&hook).unwrap();
     }
     moved
+}
+
+/// Istio's init containers in the order its native form puts them first
+/// (`reorderPod`): `istio-init`, `istio-validation`, then, after the
+/// proxy, `enable-core-dump` (docs/facts.md, "The native form").
+pub const ISTIO_FIRST: [&str; 3] = ["istio-init", "istio-validation", "enable-core-dump"];
+
+/// The init containers (the proxy aside) in the native form's order:
+/// Istio's first, the others in their order after them; and where each of
+/// Istio's was, when any of them had to move.
+pub fn native_order(init: &[Value]) -> (Vec<Value>, Vec<(String, usize)>) {
+    let istio = |c: &Value| ISTIO_FIRST.iter().any(|n| c["name"] == json!(n));
+    let mut order: Vec<Value> = Vec::new();
+    for name in ISTIO_FIRST {
+        order.extend(init.iter().filter(|c| c["name"] == json!(name)).cloned());
+    }
+    order.extend(init.iter().filter(|c| !istio(c)).cloned());
+    if order == init {
+        return (order, Vec::new());
+    }
+    let from = (0..init.len())
+        .filter(|&i| istio(&init[i]))
+        .filter_map(|i| Some((init[i]["name"].as_str()?.to_owned(), i)))
+        .collect();
+    (order, from)
+}
+
+/// Where the moved proxy goes in the native order: after `istio-init` and
+/// `istio-validation`, before everything else.
+pub fn native_position(order: &[Value]) -> usize {
+    order
+        .iter()
+        .rposition(|c| ISTIO_INITS.iter().any(|n| c["name"] == json!(n)))
+        .map_or(0, |i| i + 1)
 }
 
 /// A JSON object's members in their order, each value as its text:
@@ -470,25 +487,42 @@ pub struct Move {
     pub restart_policy: Option<String>,
     /// The status annotation before, when the move rewrote it.
     pub status: Option<String>,
-    /// The move wrote `sidecar.istio.io/nativeSidecar: "true"` (or kept
-    /// the one the annotation record said was the policy's).
-    pub annotation: bool,
+    /// Where Istio's init containers were before the move put them first.
+    pub init_from: Vec<(String, usize)>,
+    /// The move made `sidecar.istio.io/nativeSidecar` "true" (or kept the
+    /// one the record said was the policy's).
+    pub annotation: Option<Annotated>,
+}
+
+/// The policy made `sidecar.istio.io/nativeSidecar` the exact "true",
+/// replacing the user's `was` (README, "The record"; docs/design.md, "The
+/// members").
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Annotated {
+    pub was: Option<String>,
 }
 
 /// What `istio-job-sidecar/applied` records, form by form (README, "The
 /// record: `istio-job-sidecar/applied`"; docs/design.md, "The members").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Applied {
-    NativeAnnotation,
+    NativeAnnotation(Annotated),
     NativeMove(Move),
-    Exit { inserted: String, created: bool },
-    Quit { container: String },
+    Exit {
+        inserted: String,
+        created: bool,
+        annotation: Option<Annotated>,
+    },
+    Quit {
+        container: String,
+        annotation: Option<Annotated>,
+    },
 }
 
 impl Applied {
     pub fn mode(&self) -> Mode {
         match self {
-            Applied::NativeAnnotation | Applied::NativeMove(_) => Mode::Native,
+            Applied::NativeAnnotation(_) | Applied::NativeMove(_) => Mode::Native,
             Applied::Exit { .. } => Mode::Exit,
             Applied::Quit { .. } => Mode::Quit,
         }
@@ -497,31 +531,52 @@ impl Applied {
     /// The four forms, to count what the generators reach.
     pub fn form(&self) -> &'static str {
         match self {
-            Applied::NativeAnnotation => "annotation",
+            Applied::NativeAnnotation(_) => "annotation",
             Applied::NativeMove(_) => "move",
             Applied::Exit { .. } => "exit",
             Applied::Quit { .. } => "quit",
         }
     }
 
+    /// What it says the policy did to `sidecar.istio.io/nativeSidecar`.
+    pub fn annotation(&self) -> Option<&Annotated> {
+        match self {
+            Applied::NativeAnnotation(a) => Some(a),
+            Applied::NativeMove(m) => m.annotation.as_ref(),
+            Applied::Exit { annotation, .. } | Applied::Quit { annotation, .. } => {
+                annotation.as_ref()
+            }
+        }
+    }
+
+    pub fn with_annotation(mut self, edit: Option<Annotated>) -> Applied {
+        match &mut self {
+            Applied::NativeAnnotation(a) => *a = edit.unwrap_or_default(),
+            Applied::NativeMove(m) => m.annotation = edit,
+            Applied::Exit { annotation, .. } | Applied::Quit { annotation, .. } => {
+                *annotation = edit
+            }
+        }
+        self
+    }
+
     /// The annotation's value as docs/design.md writes it ("Why a record,
-    /// and why this one"): compact JSON, `mode` first.
+    /// and why this one"): compact JSON, `mode` first, then the annotation
+    /// edit (`annotation`, `was`), then the form's own members.
     pub fn text(&self) -> String {
         let s = |v: &str| serde_json::to_string(v).unwrap();
-        match self {
-            Applied::NativeAnnotation => {
-                format!(r#"{{"mode":"nativeSidecar","annotation":{}}}"#, s(NATIVE))
+        let mut text = format!(r#"{{"mode":{}"#, s(self.mode().name()));
+        if let Some(a) = self.annotation() {
+            text += &format!(r#","annotation":{}"#, s(NATIVE));
+            if let Some(was) = &a.was {
+                text += &format!(r#","was":{}"#, s(was));
             }
+        }
+        match self {
+            Applied::NativeAnnotation(_) => {}
             Applied::NativeMove(m) => {
-                // The annotation member right after `mode`, when the move
-                // wrote it.
-                let annotation = if m.annotation {
-                    format!(r#","annotation":{}"#, s(NATIVE))
-                } else {
-                    String::new()
-                };
-                let mut text = format!(
-                    r#"{{"mode":"nativeSidecar"{annotation},"moved":{},"from":{},"added":{}"#,
+                text += &format!(
+                    r#","moved":{},"from":{},"added":{}"#,
                     s(&m.container),
                     m.from,
                     serde_json::to_string(&m.added).unwrap()
@@ -532,17 +587,28 @@ impl Applied {
                 if let Some(status) = &m.status {
                     text += &format!(r#","status":{}"#, s(status));
                 }
-                text + "}"
+                if !m.init_from.is_empty() {
+                    let members: Vec<String> = m
+                        .init_from
+                        .iter()
+                        .map(|(name, i)| format!("{}:{i}", s(name)))
+                        .collect();
+                    text += &format!(r#","initFrom":{{{}}}"#, members.join(","));
+                }
             }
-            Applied::Exit { inserted, created } => format!(
-                r#"{{"mode":"exitOnJobCompletion","inserted":{}{}}}"#,
-                s(inserted),
-                if *created { r#","created":true"# } else { "" }
-            ),
-            Applied::Quit { container } => {
-                format!(r#"{{"mode":"quitEndpoint","container":{}}}"#, s(container))
+            Applied::Exit {
+                inserted, created, ..
+            } => {
+                text += &format!(r#","inserted":{}"#, s(inserted));
+                if *created {
+                    text += r#","created":true"#;
+                }
+            }
+            Applied::Quit { container, .. } => {
+                text += &format!(r#","container":{}"#, s(container));
             }
         }
+        text + "}"
     }
 
     /// A record read as docs/design.md describes it ("The members"; members
@@ -568,54 +634,77 @@ impl Applied {
                 .transpose()
         };
         let mode = string("mode").ok()??;
+        // The annotation edit, in every form: `was` only beside it.
+        let annotation = match string("annotation").ok()? {
+            Some(a) if a == NATIVE => Some(Annotated {
+                was: string("was").ok()?,
+            }),
+            Some(_) => return None,
+            None => None,
+        };
+        let annotated: &[&str] = match &annotation {
+            Some(Annotated { was: Some(_) }) => &["annotation", "was"],
+            Some(_) => &["annotation"],
+            None => &[],
+        };
         let (applied, allowed): (Applied, &[&str]) = match Mode::parse(&mode)? {
             // A move, with or without the annotation it wrote; without
             // `moved`, the annotation alone; with neither, no record.
-            Mode::Native => {
-                let annotation = match string("annotation").ok()? {
-                    Some(a) if a == NATIVE => true,
-                    Some(_) => return None,
-                    None => false,
-                };
-                match string("moved").ok()? {
-                    None if annotation => (Applied::NativeAnnotation, &["annotation"][..]),
-                    None => return None,
-                    Some(container) => {
-                        let added = match get("added").ok()? {
-                            None => Vec::new(),
-                            Some(raw) => serde_json::from_str::<Vec<Value>>(raw)
-                                .ok()?
-                                .iter()
-                                .map(|i| {
-                                    i.as_str()
-                                        .filter(|s| MOVE_ADDS.contains(s))
-                                        .map(str::to_owned)
-                                })
-                                .collect::<Option<_>>()?,
-                        };
-                        let moved = Move {
-                            container,
-                            // At most 32 bits, in the module as natively.
-                            from: get("from").ok()??.parse::<u32>().ok()? as usize,
-                            added,
-                            restart_policy: string("restartPolicy").ok()?,
-                            status: string("status").ok()?,
-                            annotation,
-                        };
-                        (
-                            Applied::NativeMove(moved),
-                            &[
-                                "annotation",
-                                "moved",
-                                "from",
-                                "added",
-                                "restartPolicy",
-                                "status",
-                            ][..],
-                        )
-                    }
+            Mode::Native => match string("moved").ok()? {
+                None => (Applied::NativeAnnotation(annotation?), &[][..]),
+                Some(container) => {
+                    let added = match get("added").ok()? {
+                        None => Vec::new(),
+                        Some(raw) => serde_json::from_str::<Vec<Value>>(raw)
+                            .ok()?
+                            .iter()
+                            .map(|i| {
+                                i.as_str()
+                                    .filter(|s| MOVE_ADDS.contains(s))
+                                    .map(str::to_owned)
+                            })
+                            .collect::<Option<_>>()?,
+                    };
+                    // Istio's init containers only, each once, at an index.
+                    let init_from = match get("initFrom").ok()? {
+                        None => Vec::new(),
+                        Some(raw) => {
+                            let Ordered(members) = serde_json::from_str(raw).ok()?;
+                            let mut from: Vec<(String, usize)> = Vec::new();
+                            for (name, index) in members {
+                                if !ISTIO_FIRST.contains(&name.as_str())
+                                    || from.iter().any(|(n, _)| *n == name)
+                                {
+                                    return None;
+                                }
+                                from.push((name, index.get().parse::<u32>().ok()? as usize));
+                            }
+                            from
+                        }
+                    };
+                    let moved = Move {
+                        container,
+                        // At most 32 bits, in the module as natively.
+                        from: get("from").ok()??.parse::<u32>().ok()? as usize,
+                        added,
+                        restart_policy: string("restartPolicy").ok()?,
+                        status: string("status").ok()?,
+                        init_from,
+                        annotation,
+                    };
+                    (
+                        Applied::NativeMove(moved),
+                        &[
+                            "moved",
+                            "from",
+                            "added",
+                            "restartPolicy",
+                            "status",
+                            "initFrom",
+                        ][..],
+                    )
                 }
-            }
+            },
             Mode::Exit => (
                 Applied::Exit {
                     // Every merge inserts the key: any other text is not one.
@@ -626,19 +715,23 @@ impl Applied {
                         Some("true") => true,
                         Some(_) => return None,
                     },
+                    annotation,
                 },
                 &["inserted", "created"],
             ),
             Mode::Quit => (
                 Applied::Quit {
                     container: string("container").ok()??,
+                    annotation,
                 },
                 &["container"],
             ),
         };
         members
             .iter()
-            .all(|(k, _)| k == "mode" || allowed.contains(&k.as_str()))
+            .all(|(k, _)| {
+                k == "mode" || allowed.contains(&k.as_str()) || annotated.contains(&k.as_str())
+            })
             .then_some(applied)
     }
 }
@@ -670,6 +763,7 @@ pub fn record_of(object: &Value, t: &str) -> Record {
         (None, Some(container)) => Record::Read {
             applied: Applied::Quit {
                 container: container.to_owned(),
+                annotation: None,
             },
             legacy: true,
         },
@@ -714,13 +808,62 @@ pub struct Undo {
     pub legacy: bool,
 }
 
-/// The undo step, modelled from the README ("What is taken back"): for a
-/// readable record naming
-/// another mode than `wanted` (or any, when no mode is wanted), that mode's
-/// edit taken back exactly; the record alone goes when nothing of the edit
-/// is left; refused when the object holds it otherwise than it was left.
-pub fn undo_expectation(kind: Kind, object: &Value, wanted: Option<Mode>) -> Undo {
+/// A proxy the template has twice, resolved to one before anything else
+/// (README, "What is mutated"; docs/facts.md, "Re-injection"): the proxy
+/// once in `containers` and once in `initContainers` as a native sidecar,
+/// with an injection status that names one of them (Istio writes it with
+/// each injection): listed under `containers`, the native copy goes; under
+/// `initContainers`, the classic copy goes (a regular container without a
+/// `restartPolicy`; a copy of a native sidecar there is no proxy Istio left).
+/// `None` when there is nothing to resolve.
+pub fn one_proxy(kind: Kind, object: &Value, sidecar: &str) -> Option<Value> {
     let t = template_pointer(kind);
+    let name = json!(sidecar);
+    let of = |list: &str| -> Vec<usize> {
+        let items = containers(object, t, list);
+        (0..items.len())
+            .filter(|&i| items[i]["name"] == name)
+            .collect()
+    };
+    let ([c], [i]) = (&of("containers")[..], &of("initContainers")[..]) else {
+        return None;
+    };
+    if containers(object, t, "initContainers")[*i]["restartPolicy"] != "Always" {
+        return None;
+    }
+    let (_, status) = injection_status(kind, object)?;
+    let listed: Value = serde_json::from_str(&status).ok()?;
+    let has = |key: &str| listed[key].as_array().is_some_and(|l| l.contains(&name));
+    // A classic proxy has no restartPolicy of its own.
+    let classic = containers(object, t, "containers")[*c]
+        .get("restartPolicy")
+        .is_none();
+    let (list, at) = match (has("containers"), has("initContainers")) {
+        (true, false) => ("initContainers", *i),
+        (false, true) if classic => ("containers", *c),
+        _ => return None,
+    };
+    let mut o = object.clone();
+    let mut items = containers(&o, t, list);
+    items.remove(at);
+    let spec = o.pointer_mut(&format!("{t}/spec"))?.as_object_mut()?;
+    if items.is_empty() && list == "initContainers" {
+        spec.remove(list);
+    } else {
+        spec.insert(list.into(), json!(items));
+    }
+    Some(o)
+}
+
+/// The undo step, modelled from the README ("What is taken back"): a proxy
+/// there twice resolved to one (`one_proxy`), then, for a readable record
+/// naming another mode than `wanted` (or any, when no mode is wanted), that
+/// mode's edit taken back exactly; the record alone goes when nothing of
+/// the edit is left; refused when the object holds it otherwise than it
+/// was left.
+pub fn undo_expectation(kind: Kind, object: &Value, sidecar: &str, wanted: Option<Mode>) -> Undo {
+    let t = template_pointer(kind);
+    let object = &one_proxy(kind, object, sidecar).unwrap_or_else(|| object.clone());
     let mut undo = Undo {
         object: object.clone(),
         outcome: UndoOutcome::Nothing,
@@ -741,11 +884,18 @@ pub fn undo_expectation(kind: Kind, object: &Value, wanted: Option<Mode>) -> Und
         Record::Read { applied, .. } => {
             let mut o = object.clone();
             let done = match &applied {
-                Applied::NativeAnnotation => Ok(undo_native_annotation(&mut o, t)),
+                Applied::NativeAnnotation(_) => Ok(false),
                 Applied::NativeMove(m) => undo_move(kind, &mut o, m),
-                Applied::Exit { inserted, created } => undo_exit(&mut o, t, inserted, *created),
-                Applied::Quit { container } => undo_quit(&mut o, t, container),
+                Applied::Exit {
+                    inserted, created, ..
+                } => undo_exit(&mut o, t, inserted, *created),
+                Applied::Quit { container, .. } => undo_quit(&mut o, t, container),
             };
+            // Then what the record says the policy did to the annotation.
+            let done = done.map(|edited| match applied.annotation() {
+                Some(a) => undo_annotation(&mut o, t, a) || edited,
+                None => edited,
+            });
             match done {
                 Ok(edited) => {
                     remove_annotations(&mut o, t, &RECORD_KEYS);
@@ -859,25 +1009,60 @@ pub fn undo_exit(
     Ok(true)
 }
 
-/// nativeSidecar's annotation undone: removed while it still says "true"
-/// (another value is the user's).
-pub fn undo_native_annotation(o: &mut Value, t: &str) -> bool {
+/// The annotation edit undone while the annotation still says "true"
+/// (another value is the user's): the user's value it replaced back, or
+/// the annotation removed.
+pub fn undo_annotation(o: &mut Value, t: &str, edit: &Annotated) -> bool {
     let ours = annotation(o, t, NATIVE) == Some("true");
     if ours {
-        remove_annotations(o, t, &[NATIVE]);
+        match &edit.was {
+            Some(was) => set_annotation(o, t, NATIVE, was),
+            None => remove_annotations(o, t, &[NATIVE]),
+        }
     }
     ours
+}
+
+/// Istio's init containers back where the move found them (`init_from`):
+/// taken out, then put at their recorded indexes in ascending order, the
+/// others keeping theirs. Whether the list changed.
+pub fn put_istio_init_back(o: &mut Value, t: &str, init_from: &[(String, usize)]) -> bool {
+    if init_from.is_empty() {
+        return false;
+    }
+    let init = containers(o, t, "initContainers");
+    let recorded = |c: &Value| init_from.iter().any(|(n, _)| c["name"] == json!(n));
+    let mut order: Vec<Value> = init.iter().filter(|c| !recorded(c)).cloned().collect();
+    let mut wanted = init_from.to_vec();
+    wanted.sort_by_key(|(_, i)| *i);
+    for (name, i) in wanted {
+        if let Some(c) = init.iter().find(|c| c["name"] == json!(name)) {
+            order.insert(i.min(order.len()), c.clone());
+        }
+    }
+    if order == init {
+        return false;
+    }
+    o.pointer_mut(&format!("{t}/spec"))
+        .and_then(Value::as_object_mut)
+        .unwrap()
+        .insert("initContainers".into(), json!(order));
+    true
 }
 
 /// The move undone: the proxy (in `initContainers` once, still a native
 /// sidecar, its name not taken in `containers`, the status as the move left
 /// it) back at its index in `containers`, without the members the move
-/// added, with its own `restartPolicy` back, the status back to its text
-/// where it was found, the annotation the move wrote taken off while it
-/// says "true"; an emptied `initContainers` removed. Nothing is left (but
-/// that annotation) when no init container has the proxy's name and the
-/// status is not the one the move wrote (or none was recorded): an applier
-/// that owns the containers wrote them back.
+/// added, with its own `restartPolicy` back, Istio's init containers back
+/// where they were, the status back to its text where it was found; an
+/// emptied `initContainers` removed (the annotation is `undo_annotation`'s).
+/// On a Pod whose status Istio wrote again after the move, the proxy
+/// native (its injector ran after the policy), the proxy is Istio's: the
+/// record goes, nothing else.
+/// Nothing is left (but the order of the init containers) when no init
+/// container has the proxy's name and the status is not the one the move
+/// wrote (or none was recorded): an applier that owns the containers wrote
+/// them back.
 pub fn undo_move(kind: Kind, o: &mut Value, m: &Move) -> Result<bool, &'static str> {
     let t = template_pointer(kind);
     let name = json!(m.container);
@@ -893,7 +1078,7 @@ pub fn undo_move(kind: Kind, o: &mut Value, m: &Move) -> Result<bool, &'static s
     let i = match named[..] {
         [i] => i,
         [] if written.is_none() || now.as_ref().map(|(_, s)| s) != written.as_ref() => {
-            return Ok(m.annotation && undo_native_annotation(o, t));
+            return Ok(put_istio_init_back(o, t, &m.init_from));
         }
         _ => return Err("proxy not in initContainers once"),
     };
@@ -906,27 +1091,38 @@ pub fn undo_move(kind: Kind, o: &mut Value, m: &Move) -> Result<bool, &'static s
     {
         return Err("a container has the proxy's name");
     }
+    let lists_as_init = |status: &str| {
+        serde_json::from_str::<Value>(status).is_ok_and(|s| {
+            s["initContainers"]
+                .as_array()
+                .is_some_and(|l| l.contains(&name))
+        })
+    };
     let status = match (&m.status, now) {
         (None, _) => None,
         (Some(before), Some((at, now))) if written.as_ref() == Some(&now) => {
             Some((at, before.clone()))
         }
+        // A Pod's status rewritten by Istio's injector after the policy,
+        // the proxy native again: Istio's own now, nothing to move back.
+        (Some(_), Some((_, now))) if kind == Kind::Pod && lists_as_init(&now) => return Ok(false),
         (Some(_), Some(_)) => return Err("sidecar.istio.io/status changed since"),
         (Some(_), None) => return Err("sidecar.istio.io/status gone since"),
     };
-    if m.annotation {
-        undo_native_annotation(o, t);
-    }
+    let mut proxy = init.remove(i);
+    o.pointer_mut(&format!("{t}/spec"))
+        .and_then(Value::as_object_mut)
+        .unwrap()
+        .insert("initContainers".into(), json!(init));
+    put_istio_init_back(o, t, &m.init_from);
+    let init = containers(o, t, "initContainers");
     let mut list = containers(o, t, "containers");
     let spec = o
         .pointer_mut(&format!("{t}/spec"))
         .and_then(Value::as_object_mut)
         .unwrap();
-    let mut proxy = init.remove(i);
     if init.is_empty() {
         spec.remove("initContainers");
-    } else {
-        spec.insert("initContainers".into(), json!(init));
     }
     let members = proxy.as_object_mut().unwrap();
     members.retain(|k, _| !m.added.contains(k));
@@ -1013,18 +1209,33 @@ pub fn check_record(
     }
 }
 
+/// What the record says of `sidecar.istio.io/nativeSidecar` once the
+/// policy asked for the native form, `current` the mode's own trusted
+/// record: a value other than the exact "true" (absent, or one Istio 1.24
+/// to 1.26 would not read as native: `"True"`, `"yes"`, `""`) is made
+/// "true", replacing the user's; an exact "true" is the record's if it
+/// says so, else the user's own (`None`). Never called for "false".
+pub fn native_ask(user: Option<&str>, current: Option<&Applied>) -> Option<Annotated> {
+    match user {
+        Some("true") => current.and_then(Applied::annotation).cloned(),
+        other => Some(Annotated {
+            was: other.map(str::to_owned),
+        }),
+    }
+}
+
 /// What nativeSidecar does to the template (after the undo), with
 /// `current` its own trusted record: nothing at all where the template
 /// says `sidecar.istio.io/nativeSidecar: "false"` (the user asks for a
 /// classic proxy). Not injected, or injected with the proxy already a
-/// native sidecar: asks Istio for a native proxy by annotation unless the
-/// user said something, recorded as the annotation (or, where a move is on
+/// native sidecar: asks Istio for a native proxy by the exact "true"
+/// (`native_ask`), recorded as the annotation (or, where a move is on
 /// record, as that move with the annotation). Injected with the proxy in
 /// `containers` (its only container of that name, not the only container,
-/// no init container of its name): moves it into `initContainers`,
-/// recording where it was, the members it added, the `restartPolicy` it
-/// replaced, the status text it rewrote, and the annotation when the move
-/// wrote it, or it is already the policy's on record.
+/// no init container of its name): moves it into `initContainers` in the
+/// native order, recording where it was, the members it added, the
+/// `restartPolicy` it replaced, the status text it rewrote, where Istio's
+/// init containers were when they had to move first, and the annotation.
 pub fn native_record_edit(
     kind: Kind,
     o: &Value,
@@ -1036,13 +1247,14 @@ pub fn native_record_edit(
     if user == Some("false") {
         return RecordEdit::Keep;
     }
-    let ask = || match (user, current) {
-        (Some(_), _) => RecordEdit::Keep,
-        (None, Some(Applied::NativeMove(m))) => RecordEdit::Set(Applied::NativeMove(Move {
-            annotation: true,
+    let asked = native_ask(user, current);
+    let ask = || match (asked.clone(), current) {
+        (None, _) => RecordEdit::Keep,
+        (Some(a), Some(Applied::NativeMove(m))) => RecordEdit::Set(Applied::NativeMove(Move {
+            annotation: Some(a),
             ..m.clone()
         })),
-        (None, _) => RecordEdit::Set(Applied::NativeAnnotation),
+        (Some(a), _) => RecordEdit::Set(Applied::NativeAnnotation(a)),
     };
     let Some((_, status)) = injection_status(kind, o) else {
         return ask();
@@ -1066,43 +1278,94 @@ pub fn native_record_edit(
     if absent("restartPolicy") {
         added.push("restartPolicy".to_owned());
     }
-    if absent("startupProbe") && readiness_check(proxy).is_some() {
-        added.push("startupProbe".to_owned());
-    }
     if absent("lifecycle") && status_port(kind, o) != 0 {
         added.push("lifecycle".to_owned());
     }
     let rewritten = matches!(native_status(&status, &settings.sidecar), Ok(Some(_)));
-    let ours_on_record = match current {
-        Some(Applied::NativeAnnotation) => true,
-        Some(Applied::NativeMove(m)) => m.annotation,
-        _ => false,
-    };
     RecordEdit::Set(Applied::NativeMove(Move {
         container: settings.sidecar.clone(),
         from,
         added,
         restart_policy: proxy["restartPolicy"].as_str().map(str::to_owned),
         status: rewritten.then_some(status),
-        annotation: user.is_none() || (user == Some("true") && ours_on_record),
+        init_from: native_order(&init).1,
+        annotation: asked,
     }))
 }
 
-/// Where the nativeSidecar annotation stands after nativeSidecar: the
-/// user's value kept; else "true" wherever the mode asked for a native
-/// proxy or moved one.
-pub fn native_annotation_after(
+/// A proxy Istio injected natively: an injection status, and the proxy an
+/// init container with `restartPolicy: Always`.
+pub fn natively_injected(kind: Kind, o: &Value, sidecar: &str) -> bool {
+    injected(kind, o)
+        && containers(o, template_pointer(kind), "initContainers")
+            .iter()
+            .any(|c| c["name"] == json!(sidecar) && c["restartPolicy"] == "Always")
+}
+
+/// What exitOnJobCompletion and quitEndpoint record, from what the mode
+/// itself did (`edit`): their record carries the annotation edit `current`
+/// has; they ask for the native form too where Istio's re-injection would
+/// otherwise give the Pod a second proxy (README, "What is mutated"; docs/facts.md,
+/// "Re-injection"): beside a proxy Istio injected natively, and, where a
+/// proxy is there, for a user's value the releases read differently
+/// (neither "true" nor "false"), recorded in their record. A mode that
+/// records nothing asks for nothing.
+pub fn keep_native_edit(
     kind: Kind,
     o: &Value,
     settings: &Settings,
+    edit: RecordEdit,
     current: Option<&Applied>,
-) -> Option<String> {
-    match annotation(o, template_pointer(kind), NATIVE) {
-        Some(user) => Some(user.to_owned()),
-        None => match native_record_edit(kind, o, settings, current) {
-            RecordEdit::Set(_) => Some("true".to_owned()),
-            _ => None,
+) -> RecordEdit {
+    let carried = current.and_then(Applied::annotation).cloned();
+    let (applied, edit) = match edit {
+        RecordEdit::Set(a) => {
+            let a = a.with_annotation(carried);
+            (a.clone(), RecordEdit::Set(a))
+        }
+        RecordEdit::Keep => match current {
+            Some(c) => (c.clone(), RecordEdit::Keep),
+            None => return RecordEdit::Keep,
         },
+        RecordEdit::Remove => return RecordEdit::Remove,
+    };
+    let user = annotation(o, template_pointer(kind), NATIVE);
+    let native = natively_injected(kind, o, &settings.sidecar);
+    let asks = match user {
+        Some("true" | "false") => false,
+        None => native,
+        Some(_) => native || proxy_there(kind, o, &settings.sidecar),
+    };
+    if !asks {
+        return edit;
+    }
+    let asked = native_ask(user, current);
+    if user != Some("true") || asked.as_ref() != applied.annotation() {
+        RecordEdit::Set(applied.with_annotation(asked))
+    } else {
+        edit
+    }
+}
+
+/// Where `sidecar.istio.io/nativeSidecar` stands after a pass of `mode`
+/// over `o` (the undo done), given the record edit the pass made: "true"
+/// wherever the pass asked for the native form, else as it was.
+pub fn native_annotation_after(
+    kind: Kind,
+    o: &Value,
+    mode: Option<Mode>,
+    edit: &RecordEdit,
+) -> Option<String> {
+    let user = annotation(o, template_pointer(kind), NATIVE);
+    let asked = match (mode, edit) {
+        (Some(Mode::Native), RecordEdit::Set(_)) => true,
+        (Some(_), RecordEdit::Set(applied)) => applied.annotation().is_some(),
+        _ => false,
+    };
+    if asked && user != Some("false") {
+        Some("true".to_owned())
+    } else {
+        user.map(str::to_owned)
     }
 }
 
@@ -1117,6 +1380,7 @@ pub fn exit_record_edit(before: Option<&str>, after: Option<&str>) -> Result<Rec
             return Ok(RecordEdit::Set(Applied::Exit {
                 inserted: after.to_owned(),
                 created: true,
+                annotation: None,
             }))
         }
         (Some(b), Some(a)) => (b, a),
@@ -1136,6 +1400,7 @@ pub fn exit_record_edit(before: Option<&str>, after: Option<&str>) -> Result<Rec
             Ok(RecordEdit::Set(Applied::Exit {
                 inserted: inserted.to_owned(),
                 created: false,
+                annotation: None,
             }))
         }
         _ => Err(format!(
@@ -1203,7 +1468,10 @@ pub fn quit_expectation(
             let container = out[one]["name"].as_str().unwrap_or_default().to_owned();
             QuitExpectation {
                 containers: out,
-                record: RecordEdit::Set(Applied::Quit { container }),
+                record: RecordEdit::Set(Applied::Quit {
+                    container,
+                    annotation: None,
+                }),
             }
         }
         [] => nothing(out),
@@ -1245,11 +1513,25 @@ pub fn change_due(case: &Case, undo: &Undo) -> Option<bool> {
     let object = &undo.object;
     let t = template_pointer(case.kind);
     let settings = settings_of(&case.settings);
+    // Beside a proxy Istio injected natively, the native form asked for.
+    let kept = keep_native_edit(
+        case.kind,
+        object,
+        &settings,
+        RecordEdit::Keep,
+        undo.current.as_ref(),
+    );
+    if mode != Mode::Native && kept != RecordEdit::Keep {
+        return Some(true);
+    }
     match mode {
-        // The record is written exactly when the edit is made.
+        // A record set is an edit when it is another record, or when the
+        // annotation is made "true" (the record may stay as it was).
         Mode::Native => Some(matches!(
             native_record_edit(case.kind, object, &settings, undo.current.as_ref()),
-            RecordEdit::Set(_)
+            RecordEdit::Set(applied) if undo.legacy
+                || undo.current.as_ref() != Some(&applied)
+                || annotation(object, t, NATIVE) != Some("true")
         )),
         Mode::Exit => match annotation(object, t, PROXY_CONFIG).map(serde_yaml::from_str) {
             None => Some(true),
@@ -1259,7 +1541,14 @@ pub fn change_due(case: &Case, undo: &Undo) -> Option<bool> {
         },
         Mode::Quit => {
             let expected = quit_expectation(case.kind, object, &settings, undo.current.as_ref());
-            let record = expected_record(undo, expected.record);
+            let edit = keep_native_edit(
+                case.kind,
+                object,
+                &settings,
+                expected.record,
+                undo.current.as_ref(),
+            );
+            let record = expected_record(undo, edit);
             Some(
                 expected.containers != containers(object, t, "containers")
                     || check_record(object, object, t, &record).is_err(),
@@ -1364,11 +1653,12 @@ fn empty_or_null(value: &Value) -> bool {
 ///   `istio-job-sidecar/owner-mode` (checked on its own);
 /// - every mode: the record, `istio-job-sidecar/applied` and the legacy
 ///   `istio-job-sidecar/quit-wrapped` (checked on their own);
-/// - nativeSidecar: on the pod template the annotations
-///   `sidecar.istio.io/nativeSidecar` and `sidecar.istio.io/status`, the
-///   status where else it is read (a CronJob's jobTemplate, a Job's own
-///   metadata), and the container named `sidecarContainerName` in
-///   `containers` and `initContainers`;
+/// - every mode: `sidecar.istio.io/nativeSidecar` (checked on its own);
+/// - nativeSidecar: on the pod template the annotation
+///   `sidecar.istio.io/status`, the status where else it is read (a
+///   CronJob's jobTemplate, a Job's own metadata), the container named
+///   `sidecarContainerName` in `containers` and `initContainers`, and the
+///   order of Istio's init containers;
 /// - exitOnJobCompletion: the template's `proxy.istio.io/config`;
 /// - quitEndpoint: the `command` of the entries of `containers` (never
 ///   their `args`).
@@ -1385,9 +1675,10 @@ pub fn strip(kind: Kind, mode: Option<Mode>, sidecar: &str, object: &Value) -> V
     for key in RECORD_KEYS {
         remove_annotation(&mut o, t, key);
     }
+    // Every mode may ask for the native form (checked on its own).
+    remove_annotation(&mut o, t, NATIVE);
     match mode {
         Mode::Native => {
-            remove_annotation(&mut o, t, NATIVE);
             remove_annotation(&mut o, t, STATUS);
             match kind {
                 Kind::CronJob => remove_annotation(&mut o, JOB_TEMPLATE, STATUS),
@@ -1398,6 +1689,11 @@ pub fn strip(kind: Kind, mode: Option<Mode>, sidecar: &str, object: &Value) -> V
                 if let Some(Value::Array(l)) = o.pointer_mut(&format!("{t}/spec/{list}")) {
                     l.retain(|c| c["name"] != json!(sidecar));
                 }
+            }
+            // The move puts Istio's init containers first: their order is
+            // the mode's too.
+            if let Some(Value::Array(l)) = o.pointer_mut(&format!("{t}/spec/initContainers")) {
+                *l = native_order(l).0;
             }
         }
         Mode::Exit => remove_annotation(&mut o, t, PROXY_CONFIG),
