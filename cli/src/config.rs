@@ -37,6 +37,8 @@ pub struct PolicyManifest {
     /// gets; Kubewarden's namespace is excluded in any case).
     pub namespace_expressions: Vec<Requirement>,
     pub object_selector: Option<Selector>,
+    /// How many CEL `matchConditions` it has (not evaluated here).
+    pub match_conditions: usize,
     /// What the report must say about this manifest (dropped `matchLabels`,
     /// `matchConditions` not evaluated, monitor mode, `mutating: false`).
     pub notes: Vec<String>,
@@ -183,6 +185,20 @@ impl Config {
     }
 }
 
+impl Config {
+    /// Whether the policy's CEL `matchConditions` let a request through:
+    /// not evaluated here, so unknown when it has any.
+    pub fn sent_for_conditions(&self) -> Sent {
+        match &self.policy {
+            Some(p) if p.match_conditions > 0 => Sent::Unknown(format!(
+                "the policy's {} matchCondition(s) (CEL) are not evaluated",
+                p.match_conditions
+            )),
+            _ => Sent::Yes,
+        }
+    }
+}
+
 /// `--settings`: a file holding JSON or YAML, or that text itself.
 fn read_settings(text: &str) -> Result<Value, String> {
     let path = std::path::Path::new(text);
@@ -195,8 +211,15 @@ fn read_settings(text: &str) -> Result<Value, String> {
     } else {
         (text.to_owned(), "--settings".to_owned())
     };
-    let value: Value =
-        serde_yaml::from_str(&text).map_err(|e| format!("{what}: neither JSON nor YAML: {e}"))?;
+    let value = match crate::yaml::parse(&text) {
+        Ok(parsed) => parsed.map(|(_, value)| value).unwrap_or(Value::Null),
+        Err(e) => {
+            return Err(format!(
+                "{what}: neither JSON nor YAML: {} (line {})",
+                e.message, e.line
+            ))
+        }
+    };
     // A whole `settings:` block pasted from a manifest.
     match value {
         Value::Object(mut map) if map.len() == 1 && map.contains_key("settings") => {
@@ -231,12 +254,13 @@ impl PolicyManifest {
         let documents = crate::input::YamlDocuments::new(text.as_bytes());
         for document in documents {
             let document = document.map_err(|e| format!("--policy {file}: {e}"))?;
-            let value = document.parse().map_err(|(line, why)| {
+            let parsed = document.parse().map_err(|(line, why)| {
                 format!(
                     "--policy {file}, line {}: {why}",
                     line.unwrap_or(document.line)
                 )
             })?;
+            let Some((_, value)) = parsed else { continue };
             let kind = value["kind"].as_str().unwrap_or_default();
             if value["apiVersion"]
                 .as_str()
@@ -300,6 +324,7 @@ impl PolicyManifest {
             manifest.object_selector = Some(selector);
         }
         let conditions = spec["matchConditions"].as_array().map_or(0, Vec::len);
+        manifest.match_conditions = conditions;
         if conditions > 0 {
             manifest.notes.push(format!(
                 "{conditions} matchCondition(s) not evaluated (CEL): a request they filter out \

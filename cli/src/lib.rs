@@ -11,6 +11,7 @@
 //! - `scan`, `report`: every object's requests, written as a table, JSON or Markdown.
 //! - `render`: manifests with the policy's edit applied (a Helm post-renderer).
 //! - `kubectl`: `kubectl get`, stopped when the cluster does not answer.
+//! - `yaml`: YAML read as kubectl reads it, edited in place (render).
 
 pub mod config;
 pub mod evaluate;
@@ -20,3 +21,4 @@ pub mod render;
 pub mod report;
 pub mod scan;
 pub mod stuck;
+pub mod yaml;
