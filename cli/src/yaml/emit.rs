@@ -126,9 +126,10 @@ fn check(text: &str, node: &Node, place: Place, replacements: &[Replacement], ne
 enum Ctx<'n> {
     Root,
     Item,
-    /// The value of `key` in a block mapping.
+    /// The value of `key` in the block mapping `parent`.
     Value {
         key: &'n Node,
+        parent: &'n Node,
     },
 }
 
@@ -170,6 +171,7 @@ impl Walk<'_> {
                     let (before, after) = (&o[&entry.key], &n[&entry.key]);
                     let ctx = Ctx::Value {
                         key: &entry.key_node,
+                        parent: node,
                     };
                     result = self.walk(&entry.value, before, after, ctx, map.flow, inside);
                     if result.is_err() {
@@ -217,9 +219,15 @@ impl Walk<'_> {
             block_scalar_last: false,
         };
         let start = match ctx {
-            Ctx::Value { key } => {
+            Ctx::Value { key, parent } => {
                 let colon = self.colon_after(key).ok_or(Fail::Parent)?;
-                e.child(new, Some(node), key.col);
+                match new {
+                    Value::Array(a) if !a.is_empty() => {
+                        e.newline(key.col);
+                        e.seq_in(a, Some(node), &named_items(Some(parent)), key.col);
+                    }
+                    _ => e.child(new, Some(node), key.col),
+                }
                 colon
             }
             Ctx::Item => {
@@ -268,6 +276,22 @@ struct Emitter<'t> {
     out: String,
     /// The text written ends with a block scalar's last line.
     block_scalar_last: bool,
+}
+
+/// The named items of every list of an old mapping: an item moved from
+/// one list to another (`containers` to `initContainers`) keeps its writing.
+fn named_items(old: Option<&Node>) -> Vec<&Node> {
+    let Some(NodeKind::Map(map)) = old.map(|n| &n.target().kind) else {
+        return Vec::new();
+    };
+    map.entries
+        .iter()
+        .filter_map(|e| match &e.value.target().kind {
+            NodeKind::Seq(seq) => Some(seq.items.iter().map(|i| &**i)),
+            _ => None,
+        })
+        .flatten()
+        .collect()
 }
 
 fn indent(out: &mut String, n: usize) {
@@ -360,11 +384,24 @@ impl Emitter<'_> {
                 self.out.push_str(&key_text);
                 self.out.push(':');
             }
-            self.child(&m[key], entry.map(|e| &*e.value), col);
+            let value = &m[key];
+            match value {
+                Value::Array(a) if !a.is_empty() => {
+                    self.newline(col);
+                    let pool = named_items(old);
+                    self.seq_in(a, entry.map(|e| &*e.value), &pool, col);
+                }
+                _ => self.child(value, entry.map(|e| &*e.value), col),
+            }
         }
     }
 
     fn seq(&mut self, items: &[Value], old: Option<&Node>, col: usize) {
+        self.seq_in(items, old, &[], col);
+    }
+
+    /// A sequence; an item not found by name in `old` is looked for in `pool`.
+    fn seq_in(&mut self, items: &[Value], old: Option<&Node>, pool: &[&Node], col: usize) {
         let old_items = old.map(Node::target).and_then(|n| match &n.kind {
             NodeKind::Seq(seq) => Some(&seq.items),
             _ => None,
@@ -373,25 +410,26 @@ impl Emitter<'_> {
             if i > 0 {
                 self.newline(col);
             }
-            let counterpart =
-                old_items.and_then(|olds| match item.get("name").and_then(Value::as_str) {
-                    Some(name) => olds.iter().find(|o| named(o, name)),
-                    None => olds.get(i),
-                });
+            let counterpart: Option<&Node> = match item.get("name").and_then(Value::as_str) {
+                Some(name) => old_items
+                    .and_then(|olds| olds.iter().find(|o| named(o, name)).map(|n| &**n))
+                    .or_else(|| pool.iter().copied().find(|o| named(o, name))),
+                None => old_items.and_then(|olds| olds.get(i)).map(|n| &**n),
+            };
             self.block_scalar_last = false;
             self.out.push('-');
             match item {
                 Value::Object(m) if !m.is_empty() => {
                     self.out.push(' ');
-                    self.map(m, counterpart.map(|n| &**n), col + 2);
+                    self.map(m, counterpart, col + 2);
                 }
                 Value::Array(a) if !a.is_empty() => {
                     self.out.push(' ');
-                    self.seq(a, counterpart.map(|n| &**n), col + 2);
+                    self.seq(a, counterpart, col + 2);
                 }
                 _ => {
                     self.out.push(' ');
-                    self.scalar(item, counterpart.map(|n| &**n), col + 2);
+                    self.scalar(item, counterpart, col + 2);
                     if self.out.ends_with(' ') {
                         self.out.pop();
                     }
@@ -494,7 +532,8 @@ fn fresh_key(key: &str) -> String {
 /// trailing line break.
 fn literal_fits(s: &str) -> bool {
     let body = s.strip_suffix('\n').unwrap_or(s);
-    body.contains('\n')
+    (body.contains('\n') || s.ends_with('\n'))
+        && !body.is_empty()
         && !body.ends_with('\n')
         && !body.starts_with([' ', '\t', '\n'])
         && s.chars()

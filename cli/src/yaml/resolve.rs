@@ -195,12 +195,25 @@ pub fn plain_is_safe(s: &str) -> bool {
     if "-?:,[]{}#&*!|>'\"%@`".contains(first) && !(first == '-' && safe_after_dash(s)) {
         return false;
     }
-    if first.is_ascii_digit() || first == '.' || first == '=' || first == '<' || first == '~' {
+    if first == '=' || first == '<' || first == '~' || resolve_plain(s) != Plain::Str {
         return false;
     }
     if matches!(first, '+' | '-') {
         let second = s[1..].chars().next();
         if second.is_none_or(|c| c.is_ascii_digit() || c == '.' || c == '_') {
+            return false;
+        }
+    }
+    if first.is_ascii_digit() || first == '.' {
+        // A number or a date in some schema (YAML 1.1 has `0b1_0`, `1:20`,
+        // `1.0e+5`, `2001-12-14t21:59:43Z`; 1.2 has `0o17`); `1Gi`,
+        // `100m` and `12h` are strings in all of them.
+        let numeric = s
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() || "xXoO_.:+-".contains(c));
+        let date =
+            s.len() >= 5 && s[..4].bytes().all(|b| b.is_ascii_digit()) && s.as_bytes()[4] == b'-';
+        if numeric || date {
             return false;
         }
     }
@@ -307,6 +320,14 @@ mod tests {
     #[case("---", false)]
     #[case("a\u{2028}b", false)]
     #[case("<<", false)]
+    #[case("1e5", false)]
+    #[case("10.0.0.1", false)]
+    #[case("0b1_0", false)]
+    #[case("2001-12-14t21:59:43.10-05:00", false)]
+    #[case("15020", false)]
+    #[case("1Gi", true)]
+    #[case("100m", true)]
+    #[case("12h", true)]
     #[case("istio-proxy", true)]
     #[case("-c", true)]
     #[case("--domain", true)]
