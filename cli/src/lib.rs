@@ -10,10 +10,12 @@
 //! - `stuck`: Pods whose work is done while the sidecar runs on.
 //! - `scan`, `report`: every object's requests, written as a table, JSON or Markdown.
 //! - `render`: manifests with the policy's edit applied (a Helm post-renderer).
+//! - `end`: today's stuck Pods ended on request (`end-stuck`).
 //! - `kubectl`: `kubectl get`, stopped when the cluster does not answer.
 //! - `yaml`: YAML read as kubectl reads it, edited in place (render).
 
 pub mod config;
+pub mod end;
 pub mod evaluate;
 pub mod input;
 pub mod kubectl;

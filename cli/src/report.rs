@@ -274,6 +274,61 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// A kind's plural, as the API names its resources: `Deployments`,
+/// `NetworkPolicies`, `Ingresses`; `Endpoints` is already one.
+fn kind_plural(kind: &str) -> String {
+    let consonant_y = kind.ends_with('y')
+        && !kind.ends_with("ay")
+        && !kind.ends_with("ey")
+        && !kind.ends_with("oy");
+    if consonant_y {
+        format!("{}ies", &kind[..kind.len() - 1])
+    } else if kind.ends_with("ss")
+        || kind.ends_with('x')
+        || kind.ends_with("ch")
+        || kind.ends_with("sh")
+    {
+        format!("{kind}es")
+    } else if kind.ends_with('s') {
+        kind.to_owned()
+    } else {
+        format!("{kind}s")
+    }
+}
+
+/// How many stuck Pods the table spells the quit command out for.
+const HINTS: usize = 3;
+
+/// The commands that end the stuck Pods now, with their real names: the
+/// first few spelled out, and the subcommand that prints and runs them all.
+fn end_hint(report: &Report) -> Vec<String> {
+    let proxy = &report.config.parsed.sidecar_container_name;
+    let mut lines = vec![
+        "A running Pod never changes; the policy fixes the next ones. To end these now:".to_owned(),
+    ];
+    for s in report.stuck.iter().take(HINTS) {
+        let o = &report.scan.objects[s.object];
+        let Some(port) = o.stuck.as_ref().and_then(|st| st.status_port) else {
+            lines.push(format!(
+                "  {}/{}: no status server (status.sidecar.istio.io/port \"0\"): delete it",
+                o.namespace, o.name
+            ));
+            continue;
+        };
+        let command = crate::stuck::quit_command(&o.namespace, &o.name, proxy, port);
+        lines.push(format!("  {} \\", command[..8].join(" ")));
+        lines.push(format!("    {}", command[8..].join(" ")));
+    }
+    if report.stuck.len() > HINTS {
+        lines.push(format!("  ... and {} more;", report.stuck.len() - HINTS));
+    }
+    lines.push(
+        "  kubectl istio-job-sidecar end-stuck prints each command, runs them with --yes"
+            .to_owned(),
+    );
+    lines
+}
+
 /// "2 CronJobs, 5 Jobs, 6 Pods", without the kinds there are none of.
 fn kinds_text(t: &Totals) -> String {
     let kinds: Vec<String> = [
@@ -473,10 +528,13 @@ fn evaluation_json(report: &Report, i: usize, j: usize, e: &Evaluation) -> Value
 
 // ----------------------------------------------------------------- table
 
-/// Colours for a terminal; all empty when off.
+/// How the table is written: colours (a terminal), and whether long
+/// names are cut to fit 80 columns (a terminal without `-o wide`; piped
+/// output keeps every name whole).
 #[derive(Debug, Clone, Copy)]
 pub struct Style {
     pub on: bool,
+    pub cut: bool,
 }
 
 impl Style {
@@ -506,19 +564,32 @@ impl Style {
 
 const WIDTH: usize = 80;
 
-/// `text` cut to `width` characters, with `~` where it was cut.
-fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
+impl Style {
+    /// `text` cut to `width` characters, with `~` where it was cut.
+    fn fit(&self, text: &str, width: usize) -> String {
+        if !self.cut || text.chars().count() <= width {
+            return text.to_owned();
+        }
+        let kept: String = text.chars().take(width.saturating_sub(1)).collect();
+        format!("{kept}~")
     }
-    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
-    format!("{kept}~")
-}
 
-fn pad(text: &str, width: usize) -> String {
-    let fitted = fit(text, width);
-    let n = fitted.chars().count();
-    format!("{fitted}{}", " ".repeat(width - n))
+    fn pad(&self, text: &str, width: usize) -> String {
+        let fitted = self.fit(text, width);
+        let n = fitted.chars().count();
+        format!("{fitted}{}", " ".repeat(width.saturating_sub(n)))
+    }
+
+    /// A column as wide as its widest entry, at least `min`; at most `max`
+    /// when names are cut.
+    fn column(&self, widths: impl Iterator<Item = usize>, min: usize, max: usize) -> usize {
+        let widest = widths.max().unwrap_or(0).max(min);
+        if self.cut {
+            widest.min(max)
+        } else {
+            widest
+        }
+    }
 }
 
 /// `text` in lines of at most `WIDTH` characters, the first after
@@ -565,9 +636,16 @@ pub fn table(report: &Report, style: Style) -> String {
         let kinds: Vec<String> = scan
             .other_kinds
             .iter()
-            .map(|(k, n)| format!("{n} {k}"))
+            .map(|(k, n)| plural(*n, k, &kind_plural(k)))
             .collect();
         let _ = write!(head, "; ignored: {}", kinds.join(", "));
+    }
+    if scan.outside_namespace > 0 {
+        let _ = write!(
+            head,
+            "; {} of other namespaces left out (-n)",
+            plural(scan.outside_namespace, "object", "objects")
+        );
     }
     for line in wrap(&head, 0, 2) {
         let _ = writeln!(out, "{line}");
@@ -599,8 +677,8 @@ pub fn table(report: &Report, style: Style) -> String {
             "STUCK NOW: {} whose app containers all ended while {proxy} runs",
             plural(report.stuck.len(), "Pod", "Pods")
         );
-        let _ = writeln!(out, "{}", style.red(&style.bold(&fit(&title, WIDTH))));
-        let ns_w = column(
+        let _ = writeln!(out, "{}", style.red(&style.bold(&style.fit(&title, WIDTH))));
+        let ns_w = style.column(
             report
                 .stuck
                 .iter()
@@ -608,7 +686,7 @@ pub fn table(report: &Report, style: Style) -> String {
             9,
             16,
         );
-        let pod_w = column(
+        let pod_w = style.column(
             report
                 .stuck
                 .iter()
@@ -616,15 +694,26 @@ pub fn table(report: &Report, style: Style) -> String {
             3,
             30,
         );
-        let owner_w = WIDTH - ns_w - pod_w - 3 * 2 - "STUCK FOR".len();
+        let room = WIDTH.saturating_sub(ns_w + pod_w + 3 * 2 + "STUCK FOR".len());
+        let owners = report.stuck.iter().map(|s| {
+            s.cronjob
+                .as_ref()
+                .or(s.owner.as_ref())
+                .map_or(1, |o| o.chars().count())
+        });
+        let owner_w = if style.cut {
+            room
+        } else {
+            owners.max().unwrap_or(0).max(room)
+        };
         let _ = writeln!(
             out,
             "{}",
             style.dim(&format!(
                 "{}  {}  {}  STUCK FOR",
-                pad("NAMESPACE", ns_w),
-                pad("POD", pod_w),
-                pad("OWNER", owner_w)
+                style.pad("NAMESPACE", ns_w),
+                style.pad("POD", pod_w),
+                style.pad("OWNER", owner_w)
             ))
         );
         for s in &report.stuck {
@@ -638,9 +727,9 @@ pub fn table(report: &Report, style: Style) -> String {
             let _ = writeln!(
                 out,
                 "{}  {}  {}  {}",
-                pad(&o.namespace, ns_w),
-                pad(&o.name, pod_w),
-                pad(&owner, owner_w),
+                style.pad(&o.namespace, ns_w),
+                style.pad(&o.name, pod_w),
+                style.pad(&owner, owner_w),
                 style.red(&human(st.seconds))
             );
             let (d, e) = s.decided_by;
@@ -666,13 +755,7 @@ pub fn table(report: &Report, style: Style) -> String {
                 );
             }
         }
-        let hint = [
-            "A running Pod never changes; the policy fixes the next ones. To end one now:"
-                .to_owned(),
-            format!("  kubectl exec -n NS POD -c {proxy} -- \\"),
-            "    pilot-agent request --debug-port=15020 POST quitquitquit".to_owned(),
-        ];
-        for line in hint {
+        for line in end_hint(report) {
             let _ = writeln!(out, "{}", style.dim(&line));
         }
     }
@@ -692,13 +775,13 @@ pub fn table(report: &Report, style: Style) -> String {
             nt.would_change,
             nt.with_warnings
         );
-        let _ = writeln!(out, "{}", style.bold(&fit(&head, WIDTH)));
+        let _ = writeln!(out, "{}", style.bold(&style.fit(&head, WIDTH)));
         let listed: Vec<usize> = list
             .iter()
             .copied()
             .filter(|&i| report.views[i].listed())
             .collect();
-        let name_w = column(
+        let name_w = style.column(
             listed.iter().map(|&i| {
                 let o = &scan.objects[i];
                 o.kind.as_str().len() + 1 + o.name.len() + if o.finished { 11 } else { 0 }
@@ -712,8 +795,8 @@ pub fn table(report: &Report, style: Style) -> String {
                 "{}",
                 style.dim(&format!(
                     "  {}  {}  POLICY",
-                    pad("OBJECT", name_w),
-                    pad("AT", 9)
+                    style.pad("OBJECT", name_w),
+                    style.pad("AT", 9)
                 ))
             );
         }
@@ -793,11 +876,6 @@ pub fn table(report: &Report, style: Style) -> String {
     out
 }
 
-/// A column as wide as its widest entry, between `min` and `max`.
-fn column(widths: impl Iterator<Item = usize>, min: usize, max: usize) -> usize {
-    widths.max().unwrap_or(0).clamp(min, max)
-}
-
 /// One object's rows; `twin`: another of its kind and name is listed, so
 /// its source is said.
 fn table_object(
@@ -813,7 +891,7 @@ fn table_object(
         let _ = writeln!(
             out,
             "  {}",
-            style.dim(&fit(
+            style.dim(&style.fit(
                 &format!("{}/{} in {}", o.kind.as_str(), o.name, o.at),
                 WIDTH - 2
             ))
@@ -841,8 +919,8 @@ fn table_object(
                 let _ = writeln!(
                     out,
                     "  {}  {}  {line}",
-                    pad(&object, name_w),
-                    pad(e.at.label(), 9)
+                    style.pad(&object, name_w),
+                    style.pad(e.at.label(), 9)
                 );
             } else {
                 let _ = writeln!(out, "{}{line}", " ".repeat(policy_col));
@@ -854,7 +932,7 @@ fn table_object(
         }
         if previous != Some(e.fields.as_slice()) {
             for field in &e.fields {
-                let _ = writeln!(out, "      {}", fit(field, WIDTH - 6));
+                let _ = writeln!(out, "      {}", style.fit(field, WIDTH - 6));
             }
         }
         previous = Some(e.fields.as_slice());
@@ -866,7 +944,18 @@ fn table_object(
             }
         }
     }
+    if o.finished && o.stored {
+        let _ = writeln!(
+            out,
+            "  {}  {}  {FINISHED}",
+            style.pad("", name_w),
+            style.pad(At::NextPods.label(), 9)
+        );
+    }
 }
+
+/// A finished Job's next Pods: there are none.
+const FINISHED: &str = "none: the Job has finished";
 
 // -------------------------------------------------------------- markdown
 
@@ -956,10 +1045,10 @@ pub fn markdown(report: &Report) -> String {
         for i in listed {
             let o = &scan.objects[i];
             for (j, e) in o.evaluations.iter().enumerate() {
-                let object = if j == 0 {
-                    format!("{}/{}", o.kind.as_str(), o.name)
-                } else {
-                    String::new()
+                let object = match (j, o.finished) {
+                    (0, false) => format!("{}/{}", o.kind.as_str(), o.name),
+                    (0, true) => format!("{}/{} (finished)", o.kind.as_str(), o.name),
+                    _ => String::new(),
                 };
                 let reached = !matches!(report.views[i].sent[j], Sent::No(_));
                 let fields = if reached {
@@ -987,6 +1076,9 @@ pub fn markdown(report: &Report) -> String {
                     fields,
                     warnings
                 );
+            }
+            if o.finished && o.stored {
+                let _ = writeln!(out, "|  | {} | {FINISHED} |  |  |", At::NextPods.label());
             }
         }
         let hidden = nt.long_running_pods + nt.covered_pods;

@@ -4,7 +4,8 @@
 //! Which requests: an object from a cluster (it has a `uid`, a
 //! `resourceVersion` or a `creationTimestamp`) is already stored, so what
 //! matters is what comes next: a Job's UPDATE (its template is immutable)
-//! and its next Pods (`pod_from_job`, then a Pod CREATE); a CronJob's next
+//! and, unless it has finished (`Complete` or `Failed`), its next Pods
+//! (`pod_from_job`, then a Pod CREATE); a CronJob's next
 //! UPDATE and its next Jobs (`job_from_cronjob`, then a Job CREATE). A
 //! manifest is a CREATE (a CronJob's also an UPDATE). A Pod is a CREATE
 //! either way. Only the object's summary is kept, so memory grows with the
@@ -54,6 +55,8 @@ pub struct Scan {
     pub other_kinds: BTreeMap<String, usize>,
     pub invalid: Vec<(Location, String)>,
     pub sources: Vec<String>,
+    /// Jobs, CronJobs and Pods of other namespaces than `-n`'s, left out.
+    pub outside_namespace: usize,
 }
 
 /// What a scan needs besides the settings.
@@ -63,6 +66,8 @@ pub struct Options {
     pub now: i64,
     /// The namespace of objects that name none (`--namespace`, else `default`).
     pub default_namespace: String,
+    /// `-n`: only this namespace's objects are scanned.
+    pub only_namespace: Option<String>,
     pub progress: bool,
     /// Keep each patch (for `-o json`).
     pub keep_patches: bool,
@@ -155,6 +160,15 @@ impl<'c> Scanner<'c> {
             .as_str()
             .unwrap_or(&self.options.default_namespace)
             .to_owned();
+        if self
+            .options
+            .only_namespace
+            .as_ref()
+            .is_some_and(|only| *only != namespace)
+        {
+            self.scan.outside_namespace += 1;
+            return;
+        }
         let name = match (metadata["name"].as_str(), metadata["generateName"].as_str()) {
             (Some(name), _) => name.to_owned(),
             (None, Some(prefix)) => format!("{prefix}*"),
@@ -184,6 +198,8 @@ impl<'c> Scanner<'c> {
             stuck: None,
         };
         let steps: &[At] = match (kind, stored) {
+            // A finished Job makes no more Pods.
+            (Kind::Job, true) if finished => &[At::Update],
             (Kind::Job, true) => &[At::Update, At::NextPods],
             (Kind::Job, false) => &[At::Create],
             (Kind::CronJob, true) => &[At::Update, At::NextJobs],
