@@ -86,6 +86,7 @@ impl Sent {
     pub fn and(self, other: Sent) -> Sent {
         match (self, other) {
             (Sent::No(why), _) | (_, Sent::No(why)) => Sent::No(why),
+            (Sent::Unknown(a), Sent::Unknown(b)) if a != b => Sent::Unknown(format!("{a}; {b}")),
             (Sent::Unknown(why), _) | (_, Sent::Unknown(why)) => Sent::Unknown(why),
             _ => Sent::Yes,
         }

@@ -380,10 +380,10 @@ fn render(args: RenderArgs) -> Result<u8, String> {
     let r = &renderer.rendered;
     if review {
         let mut text = String::new();
-        for change in &renderer.changes {
-            if args.diff {
-                text.push_str(&unified_diff(change));
-            } else {
+        if args.diff {
+            text.push_str(&unified_diff(&renderer.changes));
+        } else {
+            for change in &renderer.changes {
                 text.push_str(&format!(
                     "{} ({}): {}\n",
                     change.who, change.at, change.summary

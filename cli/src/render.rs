@@ -784,42 +784,48 @@ pub fn render_text<'c>(config: &'c Config, text: &str) -> (String, Renderer<'c>)
     (String::from_utf8_lossy(&out).into_owned(), renderer)
 }
 
-/// A unified diff of one change, its line numbers those of its source.
-pub fn unified_diff(change: &Change) -> String {
-    let diff = similar::TextDiff::from_lines(&change.before, &change.after);
-    let mut out = format!(
-        "--- {source}\t{who}\n+++ {source}\t{who} ({summary})\n",
-        source = change.at.source,
-        who = change.who,
-        summary = change.summary
-    );
-    let base = change.line.saturating_sub(1);
-    for group in diff.grouped_ops(3) {
-        let (Some(first), Some(last)) = (group.first(), group.last()) else {
-            continue;
-        };
-        let old = first.old_range().start..last.old_range().end;
-        let new = first.new_range().start..last.new_range().end;
-        let range = |r: &std::ops::Range<usize>| {
-            let start = if r.is_empty() {
-                r.start + base
-            } else {
-                r.start + base + 1
+/// The unified diff of the changes: one `---`/`+++` header per source,
+/// then each object's hunks, labelled with the object and what changed,
+/// their line numbers those of the source (`patch -p0` applies it).
+pub fn unified_diff(changes: &[Change]) -> String {
+    let mut out = String::new();
+    let mut source: Option<&str> = None;
+    for change in changes {
+        if source != Some(change.at.source.as_str()) {
+            source = Some(&change.at.source);
+            out.push_str(&format!("--- {0}\n+++ {0}\n", change.at.source));
+        }
+        let diff = similar::TextDiff::from_lines(&change.before, &change.after);
+        let base = change.line.saturating_sub(1);
+        for group in diff.grouped_ops(3) {
+            let (Some(first), Some(last)) = (group.first(), group.last()) else {
+                continue;
             };
-            format!("{start},{}", r.len())
-        };
-        out.push_str(&format!("@@ -{} +{} @@\n", range(&old), range(&new)));
-        for op in &group {
-            for change in diff.iter_changes(op) {
-                let sign = match change.tag() {
-                    similar::ChangeTag::Equal => ' ',
-                    similar::ChangeTag::Delete => '-',
-                    similar::ChangeTag::Insert => '+',
+            let range = |r: std::ops::Range<usize>| {
+                let start = if r.is_empty() {
+                    r.start + base
+                } else {
+                    r.start + base + 1
                 };
-                out.push(sign);
-                out.push_str(change.value());
-                if change.missing_newline() {
-                    out.push_str("\n\\ No newline at end of file\n");
+                format!("{start},{}", r.len())
+            };
+            let old = range(first.old_range().start..last.old_range().end);
+            let new = range(first.new_range().start..last.new_range().end);
+            out.push_str(&format!(
+                "@@ -{old} +{new} @@ {}: {}\n",
+                change.who, change.summary
+            ));
+            for op in &group {
+                for line in diff.iter_changes(op) {
+                    out.push(match line.tag() {
+                        similar::ChangeTag::Equal => ' ',
+                        similar::ChangeTag::Delete => '-',
+                        similar::ChangeTag::Insert => '+',
+                    });
+                    out.push_str(line.value());
+                    if line.missing_newline() {
+                        out.push_str("\n\\ No newline at end of file\n");
+                    }
                 }
             }
         }

@@ -15,7 +15,7 @@
 
 use serde_json::{Map, Value};
 
-use super::load::{self, Node, NodeKind};
+use super::load::{self, MapNode, Node, NodeKind};
 use super::resolve::{line_break, plain_is_safe, printable};
 
 /// Bytes `start..end` of the document become `text`.
@@ -161,10 +161,13 @@ impl Walk<'_> {
             return Ok(());
         }
         let mark = self.out.len();
-        let inside = under_anchor || node.anchor;
+        // An alias elsewhere reads this node: it must not change.
+        let inside = under_anchor || (node.anchor && node.uses.get().is_some());
         let descended = match (&node.kind, old, new) {
             (NodeKind::Map(map), Value::Object(o), Value::Object(n))
-                if !map.merged && o.len() == n.len() && o.keys().all(|k| n.contains_key(k)) =>
+                if !map.merged
+                    && o.keys().all(|k| n.contains_key(k))
+                    && (o.len() == n.len() || !map.flow) =>
             {
                 let mut result = Ok(());
                 for entry in &map.entries {
@@ -177,6 +180,14 @@ impl Walk<'_> {
                     if result.is_err() {
                         break;
                     }
+                }
+                let added: Vec<&String> = n.keys().filter(|k| !o.contains_key(*k)).collect();
+                if result.is_ok() && !added.is_empty() {
+                    result = if inside {
+                        Err(Fail::Anchored)
+                    } else {
+                        self.append(map, n, &added)
+                    };
                 }
                 Some(result)
             }
@@ -202,12 +213,68 @@ impl Walk<'_> {
                 if in_flow {
                     return Err(Fail::Parent);
                 }
-                if under_anchor || node.anchored {
+                if under_anchor || !self_contained(node, node) {
                     return Err(Fail::Anchored);
                 }
                 self.replace(node, ctx, new)
             }
         }
+    }
+
+    /// New entries after the last one of a block mapping, on lines of their
+    /// own at the column of its keys.
+    fn append(
+        &mut self,
+        map: &MapNode,
+        new: &Map<String, Value>,
+        added: &[&String],
+    ) -> Result<(), Fail> {
+        let (Some(first), Some(last)) = (
+            map.entries.first(),
+            map.entries
+                .iter()
+                .map(|e| e.value.end.max(e.key_node.end))
+                .max(),
+        ) else {
+            return Err(Fail::Parent);
+        };
+        let col = first.key_node.col;
+        // After the line the last entry ends on (only blanks or a comment follow it).
+        let rest = &self.text[last..];
+        let (at, fresh_line) = match rest.find('\n') {
+            _ if self.text[..last].ends_with('\n') => (last, true),
+            Some(i)
+                if rest[..i].trim_start().is_empty() || rest[..i].trim_start().starts_with('#') =>
+            {
+                (last + i + 1, true)
+            }
+            Some(_) => return Err(Fail::Parent),
+            None => (self.text.len(), false),
+        };
+        let mut e = Emitter {
+            text: self.text,
+            nl: self.nl,
+            out: String::new(),
+            block_scalar_last: false,
+        };
+        if !fresh_line {
+            e.out.push_str(self.nl);
+        }
+        let subset: Map<String, Value> = added
+            .iter()
+            .map(|k| ((*k).clone(), new[k.as_str()].clone()))
+            .collect();
+        indent(&mut e.out, col);
+        e.map(&subset, None, col);
+        if fresh_line {
+            e.out.push_str(self.nl);
+        }
+        self.out.push(Replacement {
+            start: at,
+            end: at,
+            text: e.out,
+        });
+        Ok(())
     }
 
     /// `node` written anew as `new`, where it is.
@@ -476,6 +543,30 @@ impl Emitter<'_> {
     }
 }
 
+/// Whether every alias to an anchor written inside `node` is inside
+/// `within` too (it is then written anew, expanded, with it).
+fn self_contained(node: &Node, within: &Node) -> bool {
+    if node.anchor {
+        if let Some((first, last)) = node.uses.get() {
+            if first < within.start || last >= within.end {
+                return false;
+            }
+        }
+    }
+    if !node.anchored {
+        return true;
+    }
+    match &node.kind {
+        NodeKind::Map(map) => map
+            .entries
+            .iter()
+            .filter(|e| !e.merged)
+            .all(|e| self_contained(&e.key_node, within) && self_contained(&e.value, within)),
+        NodeKind::Seq(seq) => seq.items.iter().all(|i| self_contained(i, within)),
+        NodeKind::Scalar(_) | NodeKind::Alias(_) => true,
+    }
+}
+
 /// The item of a list whose `name` is `name`.
 fn named(node: &Node, name: &str) -> bool {
     match &node.target().kind {
@@ -608,7 +699,7 @@ mod tests {
         let out = edited(text, &new);
         assert_eq!(
             out,
-            "# head\nkind: Job  # the kind\nmetadata:\n  name: j\n  annotations:\n    a: \"on\"\n    b: \"true\"   # kept\nspec:\n  x: 1_000\n  env:\n  - name: A\n    value: \"no\"\n"
+            "# head\nkind: Job  # the kind\nmetadata:\n  name: j\n  annotations:\n    a: \"on\"   # kept\n    b: \"true\"\nspec:\n  x: 1_000\n  env:\n  - name: A\n    value: \"no\"\n"
         );
     }
 

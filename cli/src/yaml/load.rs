@@ -7,6 +7,7 @@
 //! yaml-test-suite and gives every event its span); this file only builds
 //! the tree and the JSON.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -47,6 +48,8 @@ pub struct Node {
     pub anchor: bool,
     /// The node, or a node written inside it, defines an anchor.
     pub anchored: bool,
+    /// For an anchor: the first and last byte where an alias names it.
+    pub uses: Cell<Option<(usize, usize)>>,
 }
 
 #[derive(Debug)]
@@ -288,6 +291,7 @@ impl<'t> Loader<'t> {
                     col,
                     anchor: anchor > 0,
                     anchored: anchor > 0,
+                    uses: Cell::new(None),
                 };
                 (anchor, node)
             }
@@ -297,6 +301,11 @@ impl<'t> Loader<'t> {
                     .get(&id)
                     .cloned()
                     .ok_or_else(|| Error::at(line, "an alias to no anchor"))?;
+                let uses = match target.uses.get() {
+                    Some((first, _)) => (first, start),
+                    None => (start, start),
+                };
+                target.uses.set(Some(uses));
                 let node = Node {
                     kind: NodeKind::Alias(target),
                     start,
@@ -305,6 +314,7 @@ impl<'t> Loader<'t> {
                     col,
                     anchor: false,
                     anchored: false,
+                    uses: Cell::new(None),
                 };
                 (0, node)
             }
@@ -335,6 +345,7 @@ impl<'t> Loader<'t> {
                     col,
                     anchor: anchor > 0,
                     anchored,
+                    uses: Cell::new(None),
                 };
                 (anchor, node)
             }
@@ -370,6 +381,7 @@ impl<'t> Loader<'t> {
                     col,
                     anchor: anchor > 0,
                     anchored,
+                    uses: Cell::new(None),
                 };
                 (anchor, node)
             }
