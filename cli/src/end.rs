@@ -94,7 +94,9 @@ impl Ender {
         match self.still_stuck(target) {
             Ok(Some(_)) => {}
             Ok(None) => return Outcome::NoLongerStuck("its status no longer says stuck".into()),
-            Err(why) => return Outcome::NoLongerStuck(why),
+            // Deleted meanwhile.
+            Err(why) if why.contains("(NotFound)") => return Outcome::NoLongerStuck(why),
+            Err(why) => return Outcome::Failed(why),
         }
         match self.run(&command[1..]) {
             Ok(_) => Outcome::Ended,
