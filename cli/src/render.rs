@@ -308,6 +308,7 @@ impl<'c> Renderer<'c> {
     fn json(&mut self, name: &str, text: &str, out: &mut dyn Write) -> io::Result<()> {
         let values = serde_json::Deserializer::from_str(text).into_iter::<&RawValue>();
         let mut written = 0;
+        let mut lines = Lines::new(text);
         for (index, next) in values.enumerate() {
             let at = Location {
                 source: name.to_owned(),
@@ -338,7 +339,7 @@ impl<'c> Renderer<'c> {
                 let listed = !std::ptr::eq(*item, raw);
                 let at = Location {
                     item: listed.then_some(i),
-                    line: Some(line_of(text, offset(text, item.get()))),
+                    line: Some(lines.of(offset(text, item.get()))),
                     ..at.clone()
                 };
                 let Some(edited) = self.object(&object, &at) else {
@@ -351,7 +352,8 @@ impl<'c> Renderer<'c> {
                     let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
                     let before = &text[line_start..end];
                     let after = format!("{}{new}", &text[line_start..start]);
-                    self.keep(before.to_owned(), after, line_of(text, line_start));
+                    // The line it starts on is the item's line.
+                    self.keep(before.to_owned(), after, at.line.unwrap_or(1));
                 }
                 out.write_all(text[written..start].as_bytes())?;
                 out.write_all(new.as_bytes())?;
@@ -544,12 +546,32 @@ fn offset(text: &str, part: &str) -> usize {
     part.as_ptr() as usize - text.as_ptr() as usize
 }
 
-fn line_of(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
+/// Line numbers of positions met in order: counted on from the last one.
+struct Lines<'t> {
+    text: &'t str,
+    at: usize,
+    line: usize,
+}
+
+impl<'t> Lines<'t> {
+    fn new(text: &'t str) -> Self {
+        Lines {
+            text,
+            at: 0,
+            line: 1,
+        }
+    }
+
+    fn of(&mut self, at: usize) -> usize {
+        if at < self.at {
+            self.at = 0;
+            self.line = 1;
+        }
+        let bytes = &self.text.as_bytes()[self.at..at];
+        self.line += bytes.iter().filter(|b| **b == b'\n').count();
+        self.at = at;
+        self.line
+    }
 }
 
 /// A top-level JSON value: a `List` (or an array) and its items, unparsed.

@@ -44,7 +44,12 @@ pub fn edit(
     old: &Value,
     new: &Value,
 ) -> Result<Vec<Replacement>, String> {
-    let nl = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    // The node's own line breaks (the document may be a 100 MB List).
+    let nl = if text[node.start..node.end].contains("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
     let mut walk = Walk {
         text,
         nl,
