@@ -288,7 +288,7 @@ impl<'c> Renderer<'c> {
                 );
             }
             for r in &replacements {
-                out.write_all(text[written..r.start].as_bytes())?;
+                out.write_all(&text.as_bytes()[written..r.start])?;
                 out.write_all(r.text.as_bytes())?;
                 written = r.end;
             }
@@ -302,7 +302,7 @@ impl<'c> Renderer<'c> {
                 self.invalid(Location { line, ..at.clone() }, &why);
             }
         }
-        out.write_all(text[written..].as_bytes())
+        out.write_all(&text.as_bytes()[written..])
     }
 
     fn json(&mut self, name: &str, text: &str, out: &mut dyn Write) -> io::Result<()> {
@@ -355,12 +355,12 @@ impl<'c> Renderer<'c> {
                     // The line it starts on is the item's line.
                     self.keep(before.to_owned(), after, at.line.unwrap_or(1));
                 }
-                out.write_all(text[written..start].as_bytes())?;
+                out.write_all(&text.as_bytes()[written..start])?;
                 out.write_all(new.as_bytes())?;
                 written = end;
             }
         }
-        out.write_all(text[written..].as_bytes())
+        out.write_all(&text.as_bytes()[written..])
     }
 
     /// The text of the object's change just made (`object` keeps it).
