@@ -147,6 +147,26 @@ pub fn sniff(mut reader: impl Read) -> io::Result<(Format, impl BufRead)> {
     Ok((format, BufReader::with_capacity(1 << 16, whole)))
 }
 
+/// Past a UTF-8 byte-order mark at the start of `reader` (JSON has none:
+/// serde_json stops at it, kubectl skips it).
+pub fn skip_bom(reader: &mut impl BufRead) -> io::Result<bool> {
+    let mut skipped = 0;
+    while skipped < 3 {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let want = &b"\xEF\xBB\xBF"[skipped..];
+        let n = want.len().min(buf.len());
+        if buf[..n] != want[..n] {
+            return Ok(false);
+        }
+        reader.consume(n);
+        skipped += n;
+    }
+    Ok(skipped == 3)
+}
+
 /// Every object of `source`, in order, to `sink`; a `List` gives its items.
 pub fn read_objects(source: &Source, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
     let name = source.name();
@@ -160,7 +180,11 @@ pub fn read_objects(source: &Source, sink: &mut dyn FnMut(Found)) -> io::Result<
 pub fn read_stream(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
     let (format, reader) = sniff(reader)?;
     match format {
-        Format::Json => read_json(name, reader, sink),
+        Format::Json => {
+            let mut reader = reader;
+            skip_bom(&mut reader)?;
+            read_json(name, reader, sink)
+        }
         Format::Yaml => {
             for document in YamlDocuments::new(reader) {
                 let document = document?;

@@ -31,7 +31,9 @@ use serde_json::Value;
 
 use crate::config::{Config, Sent};
 use crate::evaluate::{evaluate, summary, At, Want};
-use crate::input::{is_list, sniff, Format, Location, RawDocument, Source, YamlDocuments};
+use crate::input::{
+    is_list, skip_bom, sniff, Format, Location, RawDocument, Source, YamlDocuments,
+};
 use crate::yaml::{self, Place, Replacement};
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -153,6 +155,7 @@ impl<'c> Renderer<'c> {
                 Ok(())
             }
             Format::Json => {
+                let bom = skip_bom(&mut reader)?;
                 let mut text = String::new();
                 reader.read_to_string(&mut text)?;
                 if join != Join::Alone {
@@ -160,6 +163,9 @@ impl<'c> Renderer<'c> {
                         out.write_all(b"\n")?;
                     }
                     out.write_all(b"---\n")?;
+                }
+                if bom && join == Join::Alone {
+                    out.write_all("\u{FEFF}".as_bytes())?;
                 }
                 self.json(name, &text, out)
             }

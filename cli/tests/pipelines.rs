@@ -167,6 +167,14 @@ fn a_byte_order_mark_is_read_as_kubectl_reads_it() {
         "the mark stays where it was"
     );
     every_reader_agrees(&input, &output, &patches(&input, "{}"));
+    // kubectl's JSON saved with a mark.
+    let json = format!("\u{FEFF}{}", read("tests/data/cluster.json"));
+    let out = run_with_stdin(&["scan", "-", "--now", NOW, "-o", "json"], json.as_bytes());
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["totals"]["objects"], 13, "{}", stderr(&out));
+    let out = run_with_stdin(&["render", "-q"], json.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("\u{FEFF}{"));
     // Two such files: one stream, the second mark dropped.
     let dir = tempdir("bom");
     std::fs::write(dir.join("a.yaml"), &input).unwrap();
