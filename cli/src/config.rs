@@ -9,7 +9,8 @@
 //! `namespaceSelector` made of the policy's `matchExpressions` only (its
 //! `matchLabels` are dropped) plus `kubernetes.io/metadata.name NotIn
 //! [<Kubewarden's namespace>]`; an `AdmissionPolicy` only sees its own
-//! namespace. CEL `matchConditions` are not evaluated here.
+//! namespace. Its CEL `matchConditions` are evaluated as the API server
+//! evaluates them (`conditions`).
 
 use serde_json::{Map, Value};
 
@@ -37,8 +38,8 @@ pub struct PolicyManifest {
     /// gets; Kubewarden's namespace is excluded in any case).
     pub namespace_expressions: Vec<Requirement>,
     pub object_selector: Option<Selector>,
-    /// How many CEL `matchConditions` it has (not evaluated here).
-    pub match_conditions: usize,
+    /// Its CEL `matchConditions`, compiled, and its `failurePolicy`.
+    pub conditions: Option<std::sync::Arc<crate::conditions::Conditions>>,
     /// What the report must say about this manifest (dropped `matchLabels`,
     /// `matchConditions` not evaluated, monitor mode, `mutating: false`).
     pub notes: Vec<String>,
@@ -187,15 +188,18 @@ impl Config {
 }
 
 impl Config {
-    /// Whether the policy's CEL `matchConditions` let a request through:
-    /// not evaluated here, so unknown when it has any.
-    pub fn sent_for_conditions(&self) -> Sent {
-        match &self.policy {
-            Some(p) if p.match_conditions > 0 => Sent::Unknown(format!(
-                "the policy's {} matchCondition(s) (CEL) are not evaluated",
-                p.match_conditions
-            )),
-            _ => Sent::Yes,
+    /// Whether the policy's CEL `matchConditions` let the AdmissionRequest
+    /// `request` through.
+    pub fn sent_for_conditions(&self, request: &Value) -> Sent {
+        use crate::conditions::Verdict;
+        let Some(conditions) = self.policy.as_ref().and_then(|p| p.conditions.as_ref()) else {
+            return Sent::Yes;
+        };
+        match conditions.evaluate(request) {
+            Verdict::Pass => Sent::Yes,
+            Verdict::Skipped(why) => Sent::No(why),
+            Verdict::Rejected(why) => Sent::Unknown(format!("{why}: the API server rejects it")),
+            Verdict::Unknown(why) => Sent::Unknown(why),
         }
     }
 }
@@ -324,13 +328,20 @@ impl PolicyManifest {
                 .map_err(|e| bad(format!("objectSelector: {e}")))?;
             manifest.object_selector = Some(selector);
         }
-        let conditions = spec["matchConditions"].as_array().map_or(0, Vec::len);
-        manifest.match_conditions = conditions;
-        if conditions > 0 {
-            manifest.notes.push(format!(
-                "{conditions} matchCondition(s) not evaluated (CEL): a request they filter out \
-                 would reach no policy; the policy's own answer is shown"
-            ));
+        let conditions: Vec<(String, String)> = spec["matchConditions"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|c| {
+                let text = |k: &str| c[k].as_str().unwrap_or_default().to_owned();
+                (text("name"), text("expression"))
+            })
+            .collect();
+        if !conditions.is_empty() {
+            let ignore = spec["failurePolicy"] == "Ignore";
+            let compiled = crate::conditions::Conditions::new(&conditions, ignore);
+            manifest.conditions = Some(std::sync::Arc::new(compiled));
         }
         if spec["mode"] == "monitor" {
             manifest.notes.push(

@@ -84,6 +84,15 @@ pub struct Want {
     pub admitted: bool,
 }
 
+/// The AdmissionRequest the API server sends for `object` with `operation`
+/// in `namespace` (an UPDATE's old object is the object itself).
+pub fn request(operation: &str, object: &Value, namespace: &str) -> Value {
+    let old = (operation == "UPDATE").then_some(object);
+    let mut request = admission_request(operation, object, old);
+    request["namespace"] = Value::from(namespace);
+    request
+}
+
 /// The request for `object` with `operation` (an UPDATE's old object is the
 /// object itself), answered by the policy under `settings`; and the object
 /// the admitted request carries (the patch applied), when it changed.
@@ -96,9 +105,7 @@ pub fn evaluate(
     settings: &Value,
     want: Want,
 ) -> (Evaluation, Option<Value>) {
-    let old = (operation == "UPDATE").then_some(object);
-    let mut request = admission_request(operation, object, old);
-    request["namespace"] = Value::from(namespace);
+    let request = request(operation, object, namespace);
     let explained = explain(&payload(&request, Some(settings), Order::PolicyServer));
     let mut evaluation = Evaluation {
         at,

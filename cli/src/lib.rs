@@ -5,7 +5,8 @@
 //! answers and never decides anything of its own.
 //!
 //! - `input`: manifests and cluster dumps, read as a stream of objects.
-//! - `config`: the settings, and which requests a policy manifest lets through.
+//! - `config`: the settings, and which requests a policy manifest lets through
+//!   (`conditions`: its CEL matchConditions).
 //! - `evaluate`: one admission request through the policy, Kubewarden's patch.
 //! - `stuck`: Pods whose work is done while the sidecar runs on.
 //! - `scan`, `report`: every object's requests, written as a table, JSON or Markdown.
@@ -14,6 +15,7 @@
 //! - `kubectl`: `kubectl get`, stopped when the cluster does not answer.
 //! - `yaml`: YAML read as kubectl reads it, edited in place (render).
 
+pub mod conditions;
 pub mod config;
 pub mod end;
 pub mod evaluate;

@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::config::{Config, Sent};
-use crate::evaluate::{evaluate, summary, At, Want};
+use crate::evaluate::{evaluate, request, summary, At, Want};
 use crate::input::{
     is_list, skip_bom, sniff, Format, Location, RawDocument, Source, YamlDocuments,
 };
@@ -447,9 +447,16 @@ impl<'c> Renderer<'c> {
                 self.config
                     .sent_for_namespace(&namespace, self.namespaces.get(&namespace)),
             )
-            .and(self.config.sent_for_conditions());
+            .and(
+                self.config
+                    .sent_for_conditions(&request("CREATE", object, &namespace)),
+            );
         match sent {
-            Sent::No(_) => return None,
+            Sent::No(why) => {
+                self.messages
+                    .push(format!("{who}: not sent to the policy: {why}"));
+                return None;
+            }
             Sent::Unknown(why) => {
                 self.messages.push(format!(
                     "Warning: {who}: written back unchanged: {why}; rendering it would apply the policy where the cluster may not send it"

@@ -251,11 +251,14 @@ impl Report<'_> {
                 _ => None,
             })
             .collect();
-        if let Some(first) = unknown.first() {
+        if let Some(first) = unknown.iter().find(|w| w.contains("namespaceSelector")) {
             notes.push(format!(
                 "{first}: shown as sent; add the Namespaces to the input \
                  (kubectl get namespaces -o json) to apply the selector"
             ));
+        }
+        if let Some(first) = unknown.iter().find(|w| !w.contains("namespaceSelector")) {
+            notes.push(format!("{first}: shown as sent"));
         }
         notes
     }

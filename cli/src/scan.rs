@@ -20,7 +20,7 @@ use policy_testkit::controllers::{job_from_cronjob, pod_from_job};
 use serde_json::{Map, Value};
 
 use crate::config::{Config, Sent};
-use crate::evaluate::{evaluate, At, Evaluation, Want};
+use crate::evaluate::{evaluate, request, At, Evaluation, Want};
 use crate::input::{Found, Location};
 use crate::stuck::{stuck, Stuck};
 
@@ -240,7 +240,11 @@ impl<'c> Scanner<'c> {
         };
         let sent = self
             .config
-            .sent_for_object(resource, group, operation, &object, namespace);
+            .sent_for_object(resource, group, operation, &object, namespace)
+            .and(
+                self.config
+                    .sent_for_conditions(&request(operation, &object, namespace)),
+            );
         let want = Want {
             patch: self.options.keep_patches,
             admitted: false,

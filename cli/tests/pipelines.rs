@@ -328,49 +328,80 @@ fn a_finished_jobs_next_pods_are_no_change() {
 
 // --------------------------------------------- render --policy it cannot evaluate
 
-/// `render --policy` with matchConditions (CEL, not evaluated here) or a
-/// namespaceSelector on labels the input lacks leaves the object as it is,
-/// and says why: the cluster may never send it to the policy.
+/// `render --policy` evaluates the manifest's CEL matchConditions as the
+/// API server does (an unlabelled Job never reaches
+/// `quit-endpoint-labelled-pods.yaml`, a labelled one does), and leaves
+/// alone, saying why, an object whose request it cannot decide: a condition
+/// it cannot evaluate, a namespaceSelector on labels the input lacks.
 #[test]
-fn render_never_applies_a_policy_it_cannot_evaluate() {
+fn render_applies_a_policy_only_where_the_cluster_would() {
     let job = read("tests/data/manifests/job-pi.yaml");
-    let policy = root().join("examples/quit-endpoint-labelled-pods.yaml");
-    let out = run_with_stdin(
-        &["render", "--policy", policy.to_str().unwrap()],
-        job.as_bytes(),
-    );
+    let labelled_pods = root().join("examples/quit-endpoint-labelled-pods.yaml");
+    let labelled_pods = labelled_pods.to_str().unwrap();
+    let out = run_with_stdin(&["render", "--policy", labelled_pods], job.as_bytes());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), job, "written back unchanged");
     assert!(
-        stderr(&out).contains("matchCondition(s) (CEL) are not evaluated"),
+        stderr(&out).contains("Job/pi: not sent to the policy: matchCondition jobs-labelled-for-injection-or-kube-injected is false"),
         "{}",
         stderr(&out)
     );
-
-    let dir = tempdir("policy");
-    let selective = dir.join("policy.yaml");
-    std::fs::write(
-        &selective,
-        "apiVersion: policies.kubewarden.io/v1\nkind: ClusterAdmissionPolicy\nmetadata: {name: istio-job-sidecar}\n\
-         spec:\n  mutating: true\n  settings: {}\n  rules:\n  - {apiGroups: [batch], apiVersions: [v1], resources: [jobs], operations: [CREATE]}\n\
-         \x20 namespaceSelector:\n    matchExpressions:\n    - {key: istio-injection, operator: In, values: [enabled]}\n",
-    )
-    .unwrap();
-    let policy = selective.to_str().unwrap();
-    let out = run_with_stdin(&["render", "--policy", policy], job.as_bytes());
-    assert_eq!(stdout(&out), job);
+    // Labelled for injection, in a namespace without the istio-injection label.
+    let labelled = job.replacen(
+        "  template:\n    metadata: {}\n",
+        "  template:\n    metadata:\n      labels:\n        sidecar.istio.io/inject: \"true\"\n",
+        1,
+    );
+    assert_ne!(labelled, job);
+    let stream =
+        format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: default\n---\n{labelled}");
+    let out = run_with_stdin(&["render", "--policy", labelled_pods], stream.as_bytes());
+    assert!(
+        stderr(&out).contains("Job/pi: quitEndpoint (wrap)"),
+        "{}",
+        stderr(&out)
+    );
+    // Without the Namespace the selector cannot be applied: left alone.
+    let out = run_with_stdin(&["render", "--policy", labelled_pods], labelled.as_bytes());
+    assert_eq!(stdout(&out), labelled);
     assert!(
         stderr(&out).contains("needs the labels of namespace default"),
         "{}",
         stderr(&out)
     );
-    let labelled = format!(
+
+    let dir = tempdir("policy");
+    let policy = |extra: &str| {
+        let file = dir.join(format!("policy-{}.yaml", extra.len()));
+        std::fs::write(
+            &file,
+            format!(
+                "apiVersion: policies.kubewarden.io/v1\nkind: ClusterAdmissionPolicy\nmetadata: {{name: istio-job-sidecar}}\n\
+                 spec:\n  mutating: true\n  settings: {{}}\n  rules:\n  - {{apiGroups: [batch], apiVersions: [v1], resources: [jobs], operations: [CREATE]}}\n{extra}"
+            ),
+        )
+        .unwrap();
+        file.display().to_string()
+    };
+    let unknowable = policy("  matchConditions:\n  - name: allowed\n    expression: authorizer.requestResource.check('create').allowed()\n");
+    let out = run_with_stdin(&["render", "--policy", &unknowable], job.as_bytes());
+    assert_eq!(stdout(&out), job);
+    assert!(
+        stderr(&out).contains("matchCondition allowed cannot be evaluated here"),
+        "{}",
+        stderr(&out)
+    );
+    let selective = policy("  namespaceSelector:\n    matchExpressions:\n    - {key: istio-injection, operator: In, values: [enabled]}\n");
+    let namespaced = format!(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: default\n  labels: {{istio-injection: enabled}}\n---\n{job}"
     );
-    let out = run_with_stdin(&["render", "--policy", policy, "-q"], labelled.as_bytes());
+    let out = run_with_stdin(
+        &["render", "--policy", &selective, "-q"],
+        namespaced.as_bytes(),
+    );
     assert_ne!(
         stdout(&out),
-        labelled,
+        namespaced,
         "the namespace's labels are in the stream: applied"
     );
 }
