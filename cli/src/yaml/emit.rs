@@ -736,6 +736,73 @@ mod tests {
         assert_eq!(load::parse(&out).unwrap().unwrap().1, new);
     }
 
+    /// Hostile documents: every document of the test inputs cut and
+    /// spliced at pseudo-random places, read, and edited where it reads;
+    /// never a panic, and every edit written reads back as the new value
+    /// (`edit` checks it) or is refused.
+    #[test]
+    fn mangled_documents_never_panic() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+        let mut texts: Vec<String> = [
+            "kustomize-quoted.yaml",
+            "kustomized.yaml",
+            "manifests/job-pi.yaml",
+        ]
+        .iter()
+        .map(|f| std::fs::read_to_string(format!("{dir}/{f}")).unwrap())
+        .collect();
+        texts.push("a: &x {b: [1, \"on\", |\n  z\n]}\nc:\n  <<: *x\n  d: 'é'\n".into());
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n.max(1) as u64) as usize
+        };
+        let pieces = [
+            "", "\n", ":", " ", "- ", "{", "}", "[", "&a ", "*a", "<<: ", "|\n", "'", "\"", "#",
+            "\t", "é", "\r\n",
+        ];
+        let (mut read, mut written) = (0, 0);
+        for text in &texts {
+            for _ in 0..1000 {
+                let mut mangled = text.clone();
+                for _ in 0..1 + next(3) {
+                    let mut at = next(mangled.len());
+                    while !mangled.is_char_boundary(at) {
+                        at -= 1;
+                    }
+                    let mut cut = (at + next(8)).min(mangled.len());
+                    while !mangled.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    mangled.replace_range(at..cut, pieces[next(pieces.len())]);
+                }
+                let Ok(Some((root, old))) = load::parse(&mangled) else {
+                    continue;
+                };
+                read += 1;
+                let mut new = old.clone();
+                if let Value::Object(map) = &mut new {
+                    map.insert("added".into(), json!({"k": "on", "n": [1, "x\ny"]}));
+                    if let Some((_, v)) = map.iter_mut().next() {
+                        *v = json!("changed");
+                    }
+                }
+                if let Ok(replacements) = edit(&mangled, &root, Place::Root, &old, &new) {
+                    let out = apply(&mangled, &replacements);
+                    assert_eq!(load::parse(&out).unwrap().unwrap().1, new, "{mangled:?}");
+                    written += usize::from(new != old);
+                }
+            }
+        }
+        // Most mangled documents still read, and their edits are written.
+        assert!(
+            read > 400 && written * 10 > read * 9,
+            "{read} read, {written} written"
+        );
+    }
+
     #[test]
     fn strings_are_quoted_for_every_reader() {
         for (s, written) in [

@@ -247,14 +247,15 @@ impl<'t> Loader<'t> {
                 let (mut start, mut end, mut line, mut col) = (start, end, line, col);
                 match style {
                     ScalarStyle::Literal | ScalarStyle::Folded => {
-                        if anchor == 0 && tag.is_none() {
+                        if anchor == 0 && tag.is_none() && self.last_end <= start {
                             // The span starts at the content: the header is
                             // the first `|` or `>` after the previous token.
                             let header = self.text[self.last_end..start]
                                 .find(['|', '>'])
                                 .map(|i| self.last_end + i);
                             if let Some(h) = header {
-                                line -= self.text[h..start].matches('\n').count();
+                                line =
+                                    line.saturating_sub(self.text[h..start].matches('\n').count());
                                 let line_start = self.text[..h].rfind('\n').map_or(0, |i| i + 1);
                                 col = self.text[line_start..h].chars().count();
                                 start = h;
