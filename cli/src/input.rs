@@ -12,6 +12,7 @@
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -21,8 +22,9 @@ use crate::yaml;
 /// Where an object, or a document that could not be read, came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
-    /// The file as given (or found in a directory), `-` for stdin.
-    pub source: String,
+    /// The file as given (or found in a directory), `-` for stdin; shared
+    /// by every object of the source.
+    pub source: Rc<str>,
     /// 1-based, among the documents of the source.
     pub document: usize,
     /// 0-based index in a `List`'s `items`.
@@ -179,11 +181,12 @@ pub fn read_objects(source: &Source, sink: &mut dyn FnMut(Found)) -> io::Result<
 /// `read_objects` of an already open stream named `name`.
 pub fn read_stream(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
     let (format, reader) = sniff(reader)?;
+    let source: Rc<str> = name.into();
     match format {
         Format::Json => {
             let mut reader = reader;
             skip_bom(&mut reader)?;
-            read_json(name, reader, sink)
+            read_json(&source, reader, sink)
         }
         Format::Yaml => {
             for document in YamlDocuments::new(reader) {
@@ -192,7 +195,7 @@ pub fn read_stream(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -
                     continue;
                 }
                 let at = Location {
-                    source: name.to_owned(),
+                    source: source.clone(),
                     document: document.index,
                     item: None,
                     line: Some(document.line),
@@ -369,7 +372,7 @@ fn is_blank_or_comment(line: &[u8]) -> bool {
 /// JSON values one after another; a `List`'s (or a top-level array's)
 /// items are handed over as they are read. A syntax error ends the source:
 /// JSON has no document boundary to start again from.
-fn read_json(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
+fn read_json(name: &Rc<str>, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
     let mut de = serde_json::Deserializer::from_reader(reader);
     let mut document = 0;
     loop {
@@ -378,7 +381,7 @@ fn read_json(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::
         }
         document += 1;
         let at = Location {
-            source: name.to_owned(),
+            source: name.clone(),
             document,
             item: None,
             line: None,

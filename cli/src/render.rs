@@ -182,7 +182,7 @@ impl<'c> Renderer<'c> {
             return out.write_all(&document.bytes);
         }
         let at = Location {
-            source: name.to_owned(),
+            source: name.into(),
             document: document.index,
             item: None,
             line: Some(document.line),
@@ -317,7 +317,7 @@ impl<'c> Renderer<'c> {
         let mut lines = Lines::new(text);
         for (index, next) in values.enumerate() {
             let at = Location {
-                source: name.to_owned(),
+                source: name.into(),
                 document: index + 1,
                 item: None,
                 line: None,
@@ -826,7 +826,7 @@ pub fn unified_diff(changes: &[Change]) -> String {
     let mut out = String::new();
     let mut source: Option<&str> = None;
     for change in changes {
-        if source != Some(change.at.source.as_str()) {
+        if source != Some(&*change.at.source) {
             source = Some(&change.at.source);
             out.push_str(&format!("--- {0}\n+++ {0}\n", change.at.source));
         }

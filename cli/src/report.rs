@@ -67,20 +67,18 @@ pub fn build<'s>(scan: &'s Scan, config: &'s Config, now: i64) -> Report<'s> {
         .objects
         .iter()
         .enumerate()
-        .map(|(i, o)| ((o.namespace.as_str(), o.kind.as_str(), o.name.as_str()), i))
+        .map(|(i, o)| ((&*o.namespace, o.kind.as_str(), o.name.as_str()), i))
         .collect();
     let find = |o: &Scanned, kind: Kind, name: &str| {
-        index
-            .get(&(o.namespace.as_str(), kind.as_str(), name))
-            .copied()
+        index.get(&(&*o.namespace, kind.as_str(), name)).copied()
     };
-    let owner_in_input = |o: &Scanned, wanted: &str, kind: Kind| match &o.owner {
+    let owner_in_input = |o: &Scanned, wanted: &str, kind: Kind| match o.owner.as_deref() {
         Some((k, name)) if k == wanted => find(o, kind, name),
         _ => None,
     };
     let mut views = Vec::with_capacity(scan.objects.len());
     for o in &scan.objects {
-        let namespace = config.sent_for_namespace(&o.namespace, scan.namespaces.get(&o.namespace));
+        let namespace = config.sent_for_namespace(&o.namespace, scan.namespaces.get(&*o.namespace));
         let sent: Vec<Sent> = o
             .sent
             .iter()
@@ -88,7 +86,7 @@ pub fn build<'s>(scan: &'s Scan, config: &'s Config, now: i64) -> Report<'s> {
             .collect();
         let reached = |i: usize| !matches!(sent[i], Sent::No(_));
         let covered_by = match (o.kind, o.stored, owner_in_input(o, "Job", Kind::Job)) {
-            (Kind::Pod, true, Some(_)) => o.owner.as_ref().map(|(k, n)| format!("{k}/{n}")),
+            (Kind::Pod, true, Some(_)) => o.owner.as_deref().map(|(k, n)| format!("{k}/{n}")),
             _ => None,
         };
         let long_running = o.kind == Kind::Pod
@@ -117,7 +115,10 @@ pub fn build<'s>(scan: &'s Scan, config: &'s Config, now: i64) -> Report<'s> {
     }
     let mut namespaces: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, o) in scan.objects.iter().enumerate() {
-        namespaces.entry(o.namespace.clone()).or_default().push(i);
+        namespaces
+            .entry(o.namespace.to_string())
+            .or_default()
+            .push(i);
     }
     let rank = |k: Kind| match k {
         Kind::CronJob => 0,
@@ -166,7 +167,7 @@ pub fn build<'s>(scan: &'s Scan, config: &'s Config, now: i64) -> Report<'s> {
                 .unwrap_or(0);
             stuck.push(StuckView {
                 object: i,
-                owner: o.owner.as_ref().map(|(k, n)| format!("{k}/{n}")),
+                owner: o.owner.as_deref().map(|(k, n)| format!("{k}/{n}")),
                 cronjob: cron.map(|c| format!("CronJob/{}", scan.objects[c].name)),
                 decided_by: (decider, e),
             });
@@ -201,7 +202,7 @@ impl Report<'_> {
     pub fn totals(&self, only: Option<&str>) -> Totals {
         let mut t = Totals::default();
         for (i, o) in self.scan.objects.iter().enumerate() {
-            if only.is_some_and(|ns| ns != o.namespace) {
+            if only.is_some_and(|ns| *ns != *o.namespace) {
                 continue;
             }
             let v = &self.views[i];
@@ -494,7 +495,7 @@ fn object_json(report: &Report, i: usize) -> Value {
         "name": o.name,
         "stored": o.stored,
         "source": {"file": o.at.source, "document": o.at.document, "item": o.at.item, "line": o.at.line},
-        "owner": o.owner.as_ref().map(|(k, n)| format!("{k}/{n}")),
+        "owner": o.owner.as_deref().map(|(k, n)| format!("{k}/{n}")),
         "finished": o.finished,
         "coveredBy": v.covered_by,
         "wouldChange": v.changes,
@@ -517,12 +518,15 @@ fn evaluation_json(report: &Report, i: usize, j: usize, e: &Evaluation) -> Value
         "verdict": verdict_json(&e.verdict),
         "summary": report.policy_text(i, j),
         "changes": e.changes(),
-        "record": e.record,
+        "record": e
+            .record
+            .as_ref()
+            .and_then(|r| serde_json::from_str::<Value>(r).ok()),
         "fields": e.fields,
         "patch": e
             .patch
             .as_ref()
-            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .and_then(|p| serde_json::from_str::<Value>(p).ok())
             .unwrap_or_else(|| json!([])),
         "warnings": e.warnings,
         "broken": e.broken,
@@ -901,7 +905,7 @@ fn table_object(
         );
     }
     let policy_col = 2 + name_w + 2 + 9 + 2;
-    let mut previous: Option<&[String]> = None;
+    let mut previous: Option<&[std::rc::Rc<str>]> = None;
     for (j, e) in o.evaluations.iter().enumerate() {
         let object = match (j, o.finished) {
             (0, false) => format!("{}/{}", o.kind.as_str(), o.name),

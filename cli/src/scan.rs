@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::time::Instant;
 
 use istio_job_sidecar_policy::view::Kind;
@@ -28,26 +29,28 @@ use crate::stuck::{stuck, Stuck};
 #[derive(Debug, Clone)]
 pub struct Scanned {
     pub kind: Kind,
-    pub namespace: String,
+    /// Shared by the objects of a namespace.
+    pub namespace: Rc<str>,
     pub name: String,
     /// Read from a cluster rather than a manifest.
     pub stored: bool,
     pub at: Location,
     /// Its controller (`ownerReferences` with `controller: true`).
-    pub owner: Option<(String, String)>,
+    pub owner: Option<Box<(String, String)>>,
     /// A Job's `Complete` or `Failed` condition: it makes no more Pods.
     pub finished: bool,
     /// What the object's own rules and labels say (the namespace's part
     /// is decided once every Namespace of the input is known).
     pub sent: Vec<Sent>,
     pub evaluations: Vec<Evaluation>,
-    pub stuck: Option<Stuck>,
+    pub stuck: Option<Box<Stuck>>,
 }
 
 /// Everything read.
 #[derive(Debug, Default)]
 pub struct Scan {
-    pub objects: Vec<Scanned>,
+    /// Boxed: growing the list moves pointers, not summaries.
+    pub objects: Vec<Box<Scanned>>,
     /// The labels of the Namespaces in the input.
     pub namespaces: BTreeMap<String, Map<String, Value>>,
     /// Objects of other kinds, by `kind` (`(no kind)` for documents that
@@ -75,6 +78,10 @@ pub struct Options {
 
 pub struct Scanner<'c> {
     config: &'c Config,
+    /// One copy of each namespace name, field line, patch and record,
+    /// shared by the summaries (a large input repeats them object after
+    /// object).
+    names: std::collections::HashSet<Rc<str>>,
     options: Options,
     pub scan: Scan,
     started: Instant,
@@ -86,6 +93,7 @@ impl<'c> Scanner<'c> {
     pub fn new(config: &'c Config, options: Options) -> Self {
         Scanner {
             config,
+            names: Default::default(),
             options,
             scan: Scan::default(),
             started: Instant::now(),
@@ -156,15 +164,18 @@ impl<'c> Scanner<'c> {
                 .or_default() += 1;
             return;
         };
-        let namespace = metadata["namespace"]
-            .as_str()
-            .unwrap_or(&self.options.default_namespace)
-            .to_owned();
+        let namespace = match metadata["namespace"].as_str() {
+            Some(ns) => self.intern(ns),
+            None => {
+                let default = self.options.default_namespace.clone();
+                self.intern(&default)
+            }
+        };
         if self
             .options
             .only_namespace
             .as_ref()
-            .is_some_and(|only| *only != namespace)
+            .is_some_and(|only| **only != *namespace)
         {
             self.scan.outside_namespace += 1;
             return;
@@ -177,7 +188,7 @@ impl<'c> Scanner<'c> {
         let stored = metadata["uid"].is_string()
             || metadata["resourceVersion"].is_string()
             || metadata["creationTimestamp"].is_string();
-        let owner = controller_of(&object);
+        let owner = controller_of(&object).map(Box::new);
         let finished = kind == Kind::Job
             && object["status"]["conditions"].as_array().is_some_and(|c| {
                 c.iter().any(|c| {
@@ -185,18 +196,6 @@ impl<'c> Scanner<'c> {
                         && c["status"] == "True"
                 })
             });
-        let mut scanned = Scanned {
-            kind,
-            namespace,
-            name,
-            stored,
-            at,
-            owner,
-            finished,
-            sent: Vec::new(),
-            evaluations: Vec::new(),
-            stuck: None,
-        };
         let steps: &[At] = match (kind, stored) {
             // A finished Job makes no more Pods.
             (Kind::Job, true) if finished => &[At::Update],
@@ -206,16 +205,33 @@ impl<'c> Scanner<'c> {
             (Kind::CronJob, false) => &[At::Create, At::Update],
             (Kind::Pod, _) => &[At::Create],
         };
+        // Kept for every object: sized exactly, memory follows the count.
+        let mut scanned = Scanned {
+            kind,
+            namespace,
+            name,
+            stored,
+            at,
+            owner,
+            finished,
+            sent: Vec::with_capacity(steps.len()),
+            evaluations: Vec::with_capacity(steps.len()),
+            stuck: None,
+        };
         for step in steps {
-            let (evaluation, sent) = self.evaluate(*step, kind, &object, &scanned.namespace);
+            let (mut evaluation, sent) = self.evaluate(*step, kind, &object, &scanned.namespace);
+            let fields = std::mem::take(&mut evaluation.fields);
+            evaluation.fields = fields.iter().map(|f| self.intern(f)).collect();
+            evaluation.patch = evaluation.patch.take().map(|p| self.intern(&p));
+            evaluation.record = evaluation.record.take().map(|r| self.intern(&r));
             scanned.evaluations.push(evaluation);
             scanned.sent.push(sent);
         }
         if kind == Kind::Pod {
             let sidecar = &self.config.parsed.sidecar_container_name;
-            scanned.stuck = stuck(&object, sidecar, self.options.now);
+            scanned.stuck = stuck(&object, sidecar, self.options.now).map(Box::new);
         }
-        self.scan.objects.push(scanned);
+        self.scan.objects.push(Box::new(scanned));
     }
 
     fn evaluate(&self, at: At, kind: Kind, object: &Value, namespace: &str) -> (Evaluation, Sent) {
@@ -249,8 +265,20 @@ impl<'c> Scanner<'c> {
             patch: self.options.keep_patches,
             admitted: false,
         };
-        let (evaluation, _) = evaluate(at, kind, &object, operation, namespace, settings, want);
+        let (mut evaluation, _) = evaluate(at, kind, &object, operation, namespace, settings, want);
+        evaluation.warnings.shrink_to_fit();
         (evaluation, sent)
+    }
+}
+
+impl Scanner<'_> {
+    fn intern(&mut self, text: &str) -> Rc<str> {
+        if let Some(shared) = self.names.get(text) {
+            return shared.clone();
+        }
+        let shared: Rc<str> = text.into();
+        self.names.insert(shared.clone());
+        shared
     }
 }
 
