@@ -7,7 +7,9 @@ tests/data/cluster.json, copied):
 
 - a JSON List, as `kubectl get -o json` writes it;
 - a YAML List, as `kubectl get -o yaml` writes it (one document);
-- a multi-document YAML stream, as `helm template` or a GitOps folder.
+- a multi-document YAML stream, as `helm template` or a GitOps folder;
+- a YAML List of small manifests (kubectl's `create job|cronjob` and Pods,
+  no status): the most objects per byte, each changed by the policy.
 
 Each is scanned as a table and with `-o json`, and rendered.
 
@@ -27,7 +29,8 @@ NOW = "2025-12-08T16:32:00Z"
 # widest of the three).
 FORMS = [("JSON List", "json", 12000, "list.json"),
          ("YAML List", "yaml", 30000, "list.yaml"),
-         ("YAML stream", "stream", 32000, "stream.yaml")]
+         ("YAML stream", "stream", 32000, "stream.yaml"),
+         ("YAML List of manifests", "manifests", 290000, "manifests.yaml")]
 
 RUNS = [("scan, table", ["scan", "{input}", "--now", NOW]),
         ("scan, -o json", ["scan", "{input}", "--now", NOW, "-o", "json"]),
