@@ -1,10 +1,11 @@
 //! `kubectl-istio_job_sidecar`: on PATH under this name, kubectl runs it as
 //! `kubectl istio-job-sidecar`.
 //!
-//! Exit codes: 0 done; 1 a `--fail-on` condition holds (the report is
-//! complete); 2 an error: bad flags, invalid settings, an input that
-//! cannot be read or a document that does not parse (reported, the rest
-//! still processed), kubectl failing.
+//! Exit codes: 0 done; 1 a `scan --fail-on` condition holds (the report is
+//! complete) or `render --check`/`--diff` finds a change; 2 an error: bad
+//! flags, invalid settings, an input that cannot be read or a document that
+//! does not parse (reported, the rest still processed), kubectl failing, an
+//! `end-stuck` command that failed.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -31,7 +32,8 @@ const ERROR: u8 = 2;
     about = "The Jobs stuck today because of the Istio sidecar, and what the istio-job-sidecar policy would change",
     long_about = "The Jobs stuck today because of the Istio sidecar, and what the istio-job-sidecar \
                   policy would change. Every answer is the policy's own: its code is linked into this tool.\n\n\
-                  Exit codes: 0 done, 1 a --fail-on condition holds, 2 an error."
+                  Exit codes: 0 done, 1 a scan --fail-on condition holds or render --check/--diff \
+                  finds a change, 2 an error."
 )]
 struct Cli {
     #[command(subcommand)]
