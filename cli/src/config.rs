@@ -9,7 +9,8 @@
 //! `namespaceSelector` made of the policy's `matchExpressions` only (its
 //! `matchLabels` are dropped) plus `kubernetes.io/metadata.name NotIn
 //! [<Kubewarden's namespace>]`; an `AdmissionPolicy` only sees its own
-//! namespace. CEL `matchConditions` are not evaluated here.
+//! namespace. Its CEL `matchConditions` are evaluated as the API server
+//! evaluates them (`conditions`).
 
 use serde_json::{Map, Value};
 
@@ -37,6 +38,8 @@ pub struct PolicyManifest {
     /// gets; Kubewarden's namespace is excluded in any case).
     pub namespace_expressions: Vec<Requirement>,
     pub object_selector: Option<Selector>,
+    /// Its CEL `matchConditions`, compiled, and its `failurePolicy`.
+    pub conditions: Option<std::sync::Arc<crate::conditions::Conditions>>,
     /// What the report must say about this manifest (dropped `matchLabels`,
     /// `matchConditions` not evaluated, monitor mode, `mutating: false`).
     pub notes: Vec<String>,
@@ -84,6 +87,7 @@ impl Sent {
     pub fn and(self, other: Sent) -> Sent {
         match (self, other) {
             (Sent::No(why), _) | (_, Sent::No(why)) => Sent::No(why),
+            (Sent::Unknown(a), Sent::Unknown(b)) if a != b => Sent::Unknown(format!("{a}; {b}")),
             (Sent::Unknown(why), _) | (_, Sent::Unknown(why)) => Sent::Unknown(why),
             _ => Sent::Yes,
         }
@@ -183,6 +187,23 @@ impl Config {
     }
 }
 
+impl Config {
+    /// Whether the policy's CEL `matchConditions` let the AdmissionRequest
+    /// `request` through.
+    pub fn sent_for_conditions(&self, request: &Value) -> Sent {
+        use crate::conditions::Verdict;
+        let Some(conditions) = self.policy.as_ref().and_then(|p| p.conditions.as_ref()) else {
+            return Sent::Yes;
+        };
+        match conditions.evaluate(request) {
+            Verdict::Pass => Sent::Yes,
+            Verdict::Skipped(why) => Sent::No(why),
+            Verdict::Rejected(why) => Sent::Unknown(format!("{why}: the API server rejects it")),
+            Verdict::Unknown(why) => Sent::Unknown(why),
+        }
+    }
+}
+
 /// `--settings`: a file holding JSON or YAML, or that text itself.
 fn read_settings(text: &str) -> Result<Value, String> {
     let path = std::path::Path::new(text);
@@ -195,8 +216,15 @@ fn read_settings(text: &str) -> Result<Value, String> {
     } else {
         (text.to_owned(), "--settings".to_owned())
     };
-    let value: Value =
-        serde_yaml::from_str(&text).map_err(|e| format!("{what}: neither JSON nor YAML: {e}"))?;
+    let value = match crate::yaml::parse(&text) {
+        Ok(parsed) => parsed.map(|(_, value)| value).unwrap_or(Value::Null),
+        Err(e) => {
+            return Err(format!(
+                "{what}: neither JSON nor YAML: {} (line {})",
+                e.message, e.line
+            ))
+        }
+    };
     // A whole `settings:` block pasted from a manifest.
     match value {
         Value::Object(mut map) if map.len() == 1 && map.contains_key("settings") => {
@@ -231,12 +259,13 @@ impl PolicyManifest {
         let documents = crate::input::YamlDocuments::new(text.as_bytes());
         for document in documents {
             let document = document.map_err(|e| format!("--policy {file}: {e}"))?;
-            let value = document.parse().map_err(|(line, why)| {
+            let parsed = document.parse().map_err(|(line, why)| {
                 format!(
                     "--policy {file}, line {}: {why}",
                     line.unwrap_or(document.line)
                 )
             })?;
+            let Some((_, value)) = parsed else { continue };
             let kind = value["kind"].as_str().unwrap_or_default();
             if value["apiVersion"]
                 .as_str()
@@ -299,12 +328,20 @@ impl PolicyManifest {
                 .map_err(|e| bad(format!("objectSelector: {e}")))?;
             manifest.object_selector = Some(selector);
         }
-        let conditions = spec["matchConditions"].as_array().map_or(0, Vec::len);
-        if conditions > 0 {
-            manifest.notes.push(format!(
-                "{conditions} matchCondition(s) not evaluated (CEL): a request they filter out \
-                 would reach no policy; the policy's own answer is shown"
-            ));
+        let conditions: Vec<(String, String)> = spec["matchConditions"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|c| {
+                let text = |k: &str| c[k].as_str().unwrap_or_default().to_owned();
+                (text("name"), text("expression"))
+            })
+            .collect();
+        if !conditions.is_empty() {
+            let ignore = spec["failurePolicy"] == "Ignore";
+            let compiled = crate::conditions::Conditions::new(&conditions, ignore);
+            manifest.conditions = Some(std::sync::Arc::new(compiled));
         }
         if spec["mode"] == "monitor" {
             manifest.notes.push(

@@ -11,7 +11,6 @@ use istio_job_sidecar_policy::policy::{explain, Verdict};
 use istio_job_sidecar_policy::view::{Kind, ANNOTATION_APPLIED};
 use policy_testkit::journey::admission_request;
 use policy_testkit::{check_answer, payload, Order};
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 /// Which request of a workload's life an evaluation stands for.
@@ -59,12 +58,16 @@ pub struct Evaluation {
     /// How many operations the JSON Patch Kubewarden would send has.
     pub operations: usize,
     /// That patch, as compact JSON, when kept (`Want::patch`): a scan keeps
-    /// only what it writes, so memory stays small per object.
-    pub patch: Option<Box<RawValue>>,
+    /// only what it writes, so memory stays small per object (it grows with
+    /// the number of objects, not their size).
+    pub patch: Option<std::rc::Rc<str>>,
     /// The patch, one line per field of the pod template it touches.
-    pub fields: Vec<String>,
-    /// The record `istio-job-sidecar/applied` the patch writes, if any.
-    pub record: Option<Value>,
+    pub fields: Vec<std::rc::Rc<str>>,
+    /// The record `istio-job-sidecar/applied` the patch writes, if any, as
+    /// compact JSON, when kept (`Want::patch`).
+    pub record: Option<std::rc::Rc<str>>,
+    /// How the mode was applied, from that record: `move`, `wrap`, `annotation`.
+    pub how: Option<&'static str>,
     pub warnings: Vec<String>,
     /// An answer that breaks what every answer of the policy must hold.
     pub broken: Option<String>,
@@ -84,6 +87,15 @@ pub struct Want {
     pub admitted: bool,
 }
 
+/// The AdmissionRequest the API server sends for `object` with `operation`
+/// in `namespace` (an UPDATE's old object is the object itself).
+pub fn request(operation: &str, object: &Value, namespace: &str) -> Value {
+    let old = (operation == "UPDATE").then_some(object);
+    let mut request = admission_request(operation, object, old);
+    request["namespace"] = Value::from(namespace);
+    request
+}
+
 /// The request for `object` with `operation` (an UPDATE's old object is the
 /// object itself), answered by the policy under `settings`; and the object
 /// the admitted request carries (the patch applied), when it changed.
@@ -96,9 +108,7 @@ pub fn evaluate(
     settings: &Value,
     want: Want,
 ) -> (Evaluation, Option<Value>) {
-    let old = (operation == "UPDATE").then_some(object);
-    let mut request = admission_request(operation, object, old);
-    request["namespace"] = Value::from(namespace);
+    let request = request(operation, object, namespace);
     let explained = explain(&payload(&request, Some(settings), Order::PolicyServer));
     let mut evaluation = Evaluation {
         at,
@@ -109,6 +119,7 @@ pub fn evaluate(
         patch: None,
         fields: Vec::new(),
         record: None,
+        how: None,
         warnings: Vec::new(),
         broken: None,
     };
@@ -127,12 +138,27 @@ pub fn evaluate(
     if patch.0.is_empty() {
         return (evaluation, None);
     }
-    evaluation.fields = describe(kind, object, &patch);
-    evaluation.record = written_record(kind, object, &mutated);
+    evaluation.fields = describe(kind, object, &patch)
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    let record = written_record(kind, object, &mutated);
+    evaluation.how = record.as_ref().and_then(|r| {
+        [
+            ("moved", "move"),
+            ("container", "wrap"),
+            ("annotation", "annotation"),
+        ]
+        .into_iter()
+        .find(|(key, _)| r.get(*key).is_some())
+        .map(|(_, how)| how)
+    });
     evaluation.operations = patch.0.len();
     if want.patch {
-        let text = serde_json::to_string(&patch).unwrap_or_default();
-        evaluation.patch = RawValue::from_string(text).ok();
+        evaluation.record = record
+            .and_then(|r| serde_json::to_string(&r).ok())
+            .map(Into::into);
+        evaluation.patch = serde_json::to_string(&patch).ok().map(Into::into);
     }
     if !want.admitted {
         return (evaluation, None);
@@ -199,12 +225,7 @@ pub fn summary(e: &Evaluation) -> String {
     };
     match e.verdict {
         Verdict::Apply(mode) if e.changes() => {
-            let how = match &e.record {
-                Some(record) if record.get("moved").is_some() => " (move)",
-                Some(record) if record.get("container").is_some() => " (wrap)",
-                Some(record) if record.get("annotation").is_some() => " (annotation)",
-                _ => "",
-            };
+            let how = e.how.map(|h| format!(" ({h})")).unwrap_or_default();
             format!("{}{how}: {changes}", mode.as_str())
         }
         Verdict::Apply(mode) if e.warnings.is_empty() => {

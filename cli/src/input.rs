@@ -4,21 +4,27 @@
 //!
 //! Memory stays bounded by one document: YAML is split into documents line
 //! by line (a `---` or `...` line at column 0 always ends a document, in any
-//! YAML), and a JSON `List` hands its `items` over one at a time while it is
-//! still being read. A YAML `List` is one document, so it is read whole.
+//! YAML), a YAML `List` document hands its `items` over one at a time (its
+//! text is held, never its tree), and a JSON `List` hands its `items` over
+//! while it is still being read. YAML is read as kubectl reads it
+//! (`crate::yaml`): a byte-order mark skipped, YAML 1.1 scalars, merge keys.
 
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use crate::yaml;
+
 /// Where an object, or a document that could not be read, came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
-    /// The file as given (or found in a directory), `-` for stdin.
-    pub source: String,
+    /// The file as given (or found in a directory), `-` for stdin; shared
+    /// by every object of the source.
+    pub source: Rc<str>,
     /// 1-based, among the documents of the source.
     pub document: usize,
     /// 0-based index in a `List`'s `items`.
@@ -143,6 +149,26 @@ pub fn sniff(mut reader: impl Read) -> io::Result<(Format, impl BufRead)> {
     Ok((format, BufReader::with_capacity(1 << 16, whole)))
 }
 
+/// Past a UTF-8 byte-order mark at the start of `reader` (JSON has none:
+/// serde_json stops at it, kubectl skips it).
+pub fn skip_bom(reader: &mut impl BufRead) -> io::Result<bool> {
+    let mut skipped = 0;
+    while skipped < 3 {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let want = &b"\xEF\xBB\xBF"[skipped..];
+        let n = want.len().min(buf.len());
+        if buf[..n] != want[..n] {
+            return Ok(false);
+        }
+        reader.consume(n);
+        skipped += n;
+    }
+    Ok(skipped == 3)
+}
+
 /// Every object of `source`, in order, to `sink`; a `List` gives its items.
 pub fn read_objects(source: &Source, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
     let name = source.name();
@@ -155,8 +181,13 @@ pub fn read_objects(source: &Source, sink: &mut dyn FnMut(Found)) -> io::Result<
 /// `read_objects` of an already open stream named `name`.
 pub fn read_stream(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
     let (format, reader) = sniff(reader)?;
+    let source: Rc<str> = name.into();
     match format {
-        Format::Json => read_json(name, reader, sink),
+        Format::Json => {
+            let mut reader = reader;
+            skip_bom(&mut reader)?;
+            read_json(&source, reader, sink)
+        }
         Format::Yaml => {
             for document in YamlDocuments::new(reader) {
                 let document = document?;
@@ -164,39 +195,22 @@ pub fn read_stream(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -
                     continue;
                 }
                 let at = Location {
-                    source: name.to_owned(),
+                    source: source.clone(),
                     document: document.index,
                     item: None,
                     line: Some(document.line),
                 };
-                match document.parse() {
-                    Ok(Value::Null) => {}
-                    Ok(value) => objects_of(value, at, sink),
-                    Err((line, why)) => sink(Found::Invalid(Location { line, ..at }, why)),
+                let read = document.objects(&mut |object, item| {
+                    let at = Location { item, ..at.clone() };
+                    sink(Found::Object(object, at));
+                });
+                if let Err((line, why)) = read {
+                    sink(Found::Invalid(Location { line, ..at }, why));
                 }
             }
             Ok(())
         }
     }
-}
-
-/// The object, or each item of a `List`.
-fn objects_of(value: Value, at: Location, sink: &mut dyn FnMut(Found)) {
-    if is_list(&value) {
-        if let Value::Object(mut map) = value {
-            if let Some(Value::Array(items)) = map.remove("items") {
-                for (i, item) in items.into_iter().enumerate() {
-                    let at = Location {
-                        item: Some(i),
-                        ..at.clone()
-                    };
-                    sink(Found::Object(item, at));
-                }
-            }
-        }
-        return;
-    }
-    sink(Found::Object(value, at));
 }
 
 /// `kind: List` (or `FooList`) with an `items` array.
@@ -216,26 +230,43 @@ pub struct RawDocument {
 }
 
 impl RawDocument {
-    /// The document as JSON; an error gives the line it is on (absolute)
-    /// when the parser says.
-    pub fn parse(&self) -> Result<Value, (Option<usize>, String)> {
-        self.parse_as::<Value>()
+    /// The document as text, or why it is none.
+    pub fn text(&self) -> Result<&str, (Option<usize>, String)> {
+        std::str::from_utf8(&self.bytes).map_err(|e| (Some(self.line), format!("not UTF-8: {e}")))
     }
 
-    /// The document in any serde type (`serde_yaml::Value` keeps key order).
-    pub fn parse_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, (Option<usize>, String)> {
-        let text = std::str::from_utf8(&self.bytes)
-            .map_err(|e| (Some(self.line), format!("not UTF-8: {e}")))?;
-        serde_yaml::from_str(text).map_err(|e| {
-            let line = e.location().map(|l| self.line + l.line() - 1);
-            // The position is given by the caller, in the file's lines.
-            let text = e.to_string();
-            let why = match text.find(" at line ") {
-                Some(i) => text[..i].to_owned(),
-                None => text,
-            };
-            (line.or(Some(self.line)), why)
-        })
+    /// The document's tree and its JSON as kubectl reads it (`None`: no
+    /// content); an error gives the line it is on (in the stream's lines).
+    #[allow(clippy::type_complexity)]
+    pub fn parse(&self) -> Result<Option<(yaml::NodeRef, Value)>, (Option<usize>, String)> {
+        yaml::parse(self.text()?).map_err(|e| self.error(e))
+    }
+
+    /// A document's error, its line counted in the stream.
+    pub fn error(&self, e: yaml::Error) -> (Option<usize>, String) {
+        (Some(self.line + e.line.saturating_sub(1)), e.message)
+    }
+
+    /// Every object of the document, in order: a `List` gives its items,
+    /// read one at a time (the document is never built whole).
+    pub fn objects(
+        &self,
+        each: &mut dyn FnMut(Value, Option<usize>),
+    ) -> Result<(), (Option<usize>, String)> {
+        let text = self.text()?;
+        if text.contains("items") && yaml::shape(text).map_err(|e| self.error(e))?.list {
+            return yaml::for_each_item::<()>(text, &mut |i, _, item| {
+                each(item, Some(i));
+                Ok(())
+            })
+            .map_err(|e| self.error(e))?
+            .map_err(|()| (None, String::new()));
+        }
+        match self.parse()? {
+            None | Some((_, Value::Null)) => {}
+            Some((_, value)) => each(value, None),
+        }
+        Ok(())
     }
 }
 
@@ -341,7 +372,7 @@ fn is_blank_or_comment(line: &[u8]) -> bool {
 /// JSON values one after another; a `List`'s (or a top-level array's)
 /// items are handed over as they are read. A syntax error ends the source:
 /// JSON has no document boundary to start again from.
-fn read_json(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
+fn read_json(name: &Rc<str>, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
     let mut de = serde_json::Deserializer::from_reader(reader);
     let mut document = 0;
     loop {
@@ -350,7 +381,7 @@ fn read_json(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::
         }
         document += 1;
         let at = Location {
-            source: name.to_owned(),
+            source: name.clone(),
             document,
             item: None,
             line: None,

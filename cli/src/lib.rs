@@ -5,14 +5,19 @@
 //! answers and never decides anything of its own.
 //!
 //! - `input`: manifests and cluster dumps, read as a stream of objects.
-//! - `config`: the settings, and which requests a policy manifest lets through.
+//! - `config`: the settings, and which requests a policy manifest lets through
+//!   (`conditions`: its CEL matchConditions).
 //! - `evaluate`: one admission request through the policy, Kubewarden's patch.
 //! - `stuck`: Pods whose work is done while the sidecar runs on.
 //! - `scan`, `report`: every object's requests, written as a table, JSON or Markdown.
 //! - `render`: manifests with the policy's edit applied (a Helm post-renderer).
+//! - `end`: today's stuck Pods ended on request (`end-stuck`).
 //! - `kubectl`: `kubectl get`, stopped when the cluster does not answer.
+//! - `yaml`: YAML read as kubectl reads it, edited in place (render).
 
+pub mod conditions;
 pub mod config;
+pub mod end;
 pub mod evaluate;
 pub mod input;
 pub mod kubectl;
@@ -20,3 +25,4 @@ pub mod render;
 pub mod report;
 pub mod scan;
 pub mod stuck;
+pub mod yaml;

