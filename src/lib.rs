@@ -10,7 +10,7 @@ pub mod record;
 pub mod request;
 pub mod response;
 pub mod settings;
-pub mod template;
+pub mod object;
 pub mod view;
 pub mod warning;
 pub mod workload;

@@ -9,7 +9,7 @@ use crate::modes::one_proxy;
 use crate::request::Request;
 use crate::response;
 use crate::settings::{Mode, Settings};
-use crate::template::Template;
+use crate::object::Object;
 use crate::view::{Kind, ANNOTATION_OWNER_MODE, NEVER_INJECTED_NAMESPACES};
 use crate::workload::{self, OwnerMode};
 
@@ -111,19 +111,19 @@ pub fn answer(payload: &[u8]) -> (Answer<'_>, Verdict) {
         Ok(s) => s,
         Err(why) => return not_understood(format!("invalid settings, nothing done: {why}")),
     };
-    let edited = {
-        let mut template = match Template::read(kind, &mut object) {
-            Ok(Some(t)) => t,
+    let outcome = {
+        let mut edited = match Object::read(kind, &mut object) {
+            Ok(Some(handle)) => handle,
             Ok(None) => return unexpected("no pod template"),
             Err(why) => return unexpected(&why),
         };
         let namespace = request.namespace.as_deref();
-        match decide_and_edit(&mut template, operation, namespace, &settings) {
-            Ok(edited) => edited,
+        match decide_and_edit(&mut edited, operation, namespace, &settings) {
+            Ok(outcome) => outcome,
             Err(e) => return unexpected(&e.to_string()),
         }
     };
-    let (changed, warnings, verdict) = edited;
+    let (changed, warnings, verdict) = outcome;
     if changed {
         (Answer::Mutate(object, warnings), verdict)
     } else {
@@ -134,13 +134,13 @@ pub fn answer(payload: &[u8]) -> (Answer<'_>, Verdict) {
 /// Decide on the object the handle holds and make the edits: whether it
 /// changed, the warnings, the verdict.
 fn decide_and_edit(
-    template: &mut Template,
+    object: &mut Object,
     operation: &str,
     namespace: Option<&str>,
     settings: &Settings,
 ) -> Result<(bool, Vec<String>, Verdict), ShapeError> {
-    let kind = template.kind();
-    let view = template.view()?;
+    let kind = object.kind();
+    let view = object.view()?;
     let never_injected = namespace.is_some_and(|ns| NEVER_INJECTED_NAMESPACES.contains(&ns));
     let facts = Facts {
         kind,
@@ -172,10 +172,10 @@ fn decide_and_edit(
     if wanted.is_none() && owner_mode.is_none() && !view.has_record() && !twice {
         return Ok((false, warnings, verdict));
     }
-    let (mut changed, more) = undo_then_apply(template, settings, wanted)?;
+    let (mut changed, more) = undo_then_apply(object, settings, wanted)?;
     warnings.extend(more);
     if let Some(value) = owner_mode {
-        carry_owner_mode(template, value)?;
+        carry_owner_mode(object, value)?;
         changed = true;
     }
     Ok((changed, warnings, verdict))
@@ -183,10 +183,10 @@ fn decide_and_edit(
 
 /// Set (or, for `None`, remove) `istio-job-sidecar/owner-mode` on the pod
 /// template.
-fn carry_owner_mode(template: &mut Template, value: Option<String>) -> Result<(), ShapeError> {
+fn carry_owner_mode(object: &mut Object, value: Option<String>) -> Result<(), ShapeError> {
     match value {
-        Some(value) => template.set_annotation(ANNOTATION_OWNER_MODE, Node::from_string(value)),
-        None => template
+        Some(value) => object.set_annotation(ANNOTATION_OWNER_MODE, Node::from_string(value)),
+        None => object
             .remove_annotations(&[ANNOTATION_OWNER_MODE])
             .map(|_| ()),
     }

@@ -131,7 +131,7 @@ impl<'a> Workload<'a> {
             return Ok(None);
         };
         let at_spec = root.key("spec");
-        let (owner, at_owner) = match kind {
+        let (job_spec, at_job_spec) = match kind {
             Kind::CronJob => {
                 let Some(job_template) = member(spec, &at_spec, "jobTemplate")? else {
                     return Ok(None);
@@ -145,10 +145,10 @@ impl<'a> Workload<'a> {
             }
             _ => (spec, at_spec),
         };
-        let Some(template) = member(owner, &at_owner, "template")? else {
+        let Some(template) = member(job_spec, &at_job_spec, "template")? else {
             return Ok(None);
         };
-        let at = at_owner.key("template");
+        let at = at_job_spec.key("template");
         workload.template_meta = read_meta(template, &at)?;
         workload.spec = read_spec(template, &at)?;
         Ok(Some(workload))
@@ -226,26 +226,26 @@ impl<'a> Workload<'a> {
         fn status<'m>(m: &'m Meta) -> Option<&'m str> {
             m.annotations.as_ref().and_then(|a| a.status.as_deref())
         }
-        let owner = match self.kind {
+        let kube_injected = match self.kind {
             Kind::CronJob => Some((StatusAt::JobTemplate, &self.job_template_meta)),
             Kind::Job => Some((StatusAt::Object, &self.object_meta)),
             Kind::Pod => None,
         };
         status(&self.template_meta)
             .map(|s| (StatusAt::Template, s))
-            .or_else(|| owner.and_then(|(at, m)| status(m).map(|s| (at, s))))
+            .or_else(|| kube_injected.and_then(|(at, m)| status(m).map(|s| (at, s))))
     }
 
     /// `status.sidecar.istio.io/port` when it is a port number: on the
     /// template, else where the injection status of a kube-injected
     /// CronJob is (its jobTemplate, or its Job's own metadata).
     pub fn status_port(&self) -> Option<u16> {
-        let owner = match self.kind {
+        let kube_injected = match self.kind {
             Kind::CronJob => &self.job_template_meta,
             Kind::Job => &self.object_meta,
             Kind::Pod => &self.template_meta,
         };
-        [&self.template_meta, owner]
+        [&self.template_meta, kube_injected]
             .into_iter()
             .find_map(|m| m.annotations.as_ref()?.status_port.as_deref())
             .and_then(|port| port.parse().ok())
@@ -365,10 +365,10 @@ fn owner_mode_of<'m>(m: &'m Meta) -> Option<&'m str> {
     m.annotations.as_ref().and_then(|a| a.owner_mode.as_deref())
 }
 
-/// The annotations and labels decisions read, of `owner.metadata`.
-fn read_meta<'a>(owner: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
+/// The annotations and labels decisions read, of `parent.metadata`.
+fn read_meta<'a>(parent: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
     let mut meta = Meta::default();
-    let Some(metadata) = member(owner, at, "metadata")? else {
+    let Some(metadata) = member(parent, at, "metadata")? else {
         return Ok(meta);
     };
     let at = at.key("metadata");
@@ -395,9 +395,9 @@ fn read_meta<'a>(owner: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
     Ok(meta)
 }
 
-/// `restartPolicy` and the containers of `owner.spec`.
-fn read_spec<'a>(owner: &mut Node<'a>, at: &Path) -> Result<PodSpec<'a>, String> {
-    let Some(spec) = member(owner, at, "spec")? else {
+/// `restartPolicy` and the containers of `parent.spec`.
+fn read_spec<'a>(parent: &mut Node<'a>, at: &Path) -> Result<PodSpec<'a>, String> {
+    let Some(spec) = member(parent, at, "spec")? else {
         return Ok(PodSpec::default());
     };
     let at = at.key("spec");

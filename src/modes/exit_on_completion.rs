@@ -17,7 +17,7 @@ use std::fmt;
 pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
     let (merged, applied) = {
         let current = t
-            .template
+            .object
             .view()?
             .template_annotations()
             .and_then(|a| a.proxy_config.as_deref());
@@ -40,7 +40,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         };
         (merged, applied)
     };
-    t.template
+    t.object
         .set_annotation(ANNOTATION_PROXY_CONFIG, Node::from_string(merged))?;
     Ok(Outcome::applied(applied))
 }
@@ -72,7 +72,7 @@ fn inserted<'m>(original: &str, merged: &'m str) -> &'m str {
 pub fn undo(inserted: &str, created: bool, t: &mut Target) -> Result<Undone, ShapeError> {
     let restored = {
         let Some(text) = t
-            .template
+            .object
             .view()?
             .template_annotations()
             .and_then(|a| a.proxy_config.as_deref())
@@ -86,9 +86,9 @@ pub fn undo(inserted: &str, created: bool, t: &mut Target) -> Result<Undone, Sha
         }
     };
     if created && restored.trim().is_empty() {
-        t.template.remove_annotations(&[ANNOTATION_PROXY_CONFIG])?;
+        t.object.remove_annotations(&[ANNOTATION_PROXY_CONFIG])?;
     } else {
-        t.template
+        t.object
             .set_annotation(ANNOTATION_PROXY_CONFIG, Node::from_string(restored))?;
     }
     Ok(Undone::Done { changed: true })

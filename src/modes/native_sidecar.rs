@@ -36,7 +36,7 @@ pub const ISTIO_FIRST: [&str; 2] = ["istio-init", "istio-validation"];
 pub const CORE_DUMP: &str = "enable-core-dump";
 
 pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
-    let view = t.template.view()?;
+    let view = t.object.view()?;
     // A user's "false" asks Istio for a classic proxy: their word stands.
     if native_annotation(view) == Some("false") {
         return Ok(Outcome {
@@ -66,13 +66,13 @@ fn native_annotation<'v>(view: &'v Workload) -> Option<&'v str> {
 /// template changed.
 fn ask_native(t: &mut Target) -> Result<(Option<Annotated>, bool), ShapeError> {
     let recorded = t.record.and_then(Applied::annotation).cloned();
-    match native_annotation(t.template.view()?) {
+    match native_annotation(t.object.view()?) {
         Some("true") => Ok((recorded, false)),
         current => {
             // A value the policy wrote and someone changed since is theirs:
             // the edit records it as what it replaces.
             let was = current.map(str::to_owned);
-            t.template
+            t.object
                 .set_annotation(ANNOTATION_NATIVE_SIDECAR, Node::from_string("true"))?;
             Ok((Some(Annotated { was }), true))
         }
@@ -105,16 +105,16 @@ fn request_native_injection(t: &mut Target) -> Result<Outcome, ShapeError> {
 /// value comes back, or the annotation goes. A value changed since is the
 /// user's and stays.
 pub fn undo_annotation(edit: &Annotated, t: &mut Target) -> Result<bool, ShapeError> {
-    if native_annotation(t.template.view()?) != Some("true") {
+    if native_annotation(t.object.view()?) != Some("true") {
         return Ok(false);
     }
     match &edit.was {
         Some(was) => {
             let was = Node::from_string(was.as_str());
-            t.template.set_annotation(ANNOTATION_NATIVE_SIDECAR, was)?;
+            t.object.set_annotation(ANNOTATION_NATIVE_SIDECAR, was)?;
             Ok(true)
         }
-        None => t.template.remove_annotations(&[ANNOTATION_NATIVE_SIDECAR]),
+        None => t.object.remove_annotations(&[ANNOTATION_NATIVE_SIDECAR]),
     }
 }
 
@@ -163,7 +163,7 @@ pub fn keep_native(t: &mut Target, outcome: &mut Outcome) -> Result<(), ShapeErr
         RecordEdit::Remove => return Ok(()),
     };
     let name = t.settings.sidecar_container_name.as_str();
-    let view = t.template.view()?;
+    let view = t.object.view()?;
     let native = natively_injected(view, name);
     let asks = match native_annotation(view) {
         Some("true") => false,
@@ -200,8 +200,8 @@ pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
         .status
         .as_deref()
         .and_then(|before| native_status(before, name).ok().flatten());
-    let pod = t.template.kind() == Kind::Pod;
-    let view = t.template.view()?;
+    let pod = t.object.kind() == Kind::Pod;
+    let view = t.object.view()?;
     let init = view.init_containers();
     let named: Vec<usize> = (0..init.len())
         .filter(|&i| init[i].name.as_deref() == Some(name))
@@ -241,18 +241,18 @@ pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
         (Some(_), None) => return refused("sidecar.istio.io/status gone since"),
     };
 
-    let mut proxy = t.template.take_item("initContainers", index)?;
+    let mut proxy = t.object.take_item("initContainers", index)?;
     put_istio_init_back(t, &moved.init_from)?;
-    t.template.drop_empty_list("initContainers")?;
+    t.object.drop_empty_list("initContainers")?;
     proxy
         .members_mut()?
         .retain(|(k, _)| !moved.added.iter().any(|added| added == k));
     if let Some(policy) = &moved.restart_policy {
         proxy.set("restartPolicy", Node::from_string(policy.as_str()))?;
     }
-    t.template.insert_item("containers", moved.from, proxy)?;
+    t.object.insert_item("containers", moved.from, proxy)?;
     if let Some((at, before)) = status {
-        t.template
+        t.object
             .set_annotation_at(at, ANNOTATION_STATUS, Node::from_string(before.as_str()))?;
     }
     Ok(Undone::Done { changed: true })
@@ -282,7 +282,7 @@ fn put_istio_init_back(t: &mut Target, init_from: &[(String, usize)]) -> Result<
         return Ok(false);
     }
     let names: Vec<Option<String>> = t
-        .template
+        .object
         .view()?
         .init_containers()
         .iter()
@@ -313,7 +313,7 @@ fn reorder_init(t: &mut Target, names: &[Option<String>]) -> Result<(), ShapeErr
     let count = names.len();
     let mut items: Vec<Option<Node>> = Vec::with_capacity(count);
     for _ in 0..count {
-        items.push(Some(t.template.take_item("initContainers", 0)?));
+        items.push(Some(t.object.take_item("initContainers", 0)?));
     }
     let current: Vec<Option<String>> = items
         .iter_mut()
@@ -329,7 +329,7 @@ fn reorder_init(t: &mut Target, names: &[Option<String>]) -> Result<(), ShapeErr
             .find(|&j| items[j].is_some() && current[j] == *name)
             .ok_or_else(|| ShapeError("initContainers changed under the view".into()))?;
         let item = items[from].take().unwrap_or(Node::Value(Value::Null));
-        t.template.insert_item("initContainers", i, item)?;
+        t.object.insert_item("initContainers", i, item)?;
     }
     Ok(())
 }
@@ -341,7 +341,7 @@ fn move_injected_sidecar(
 ) -> Result<Outcome, ShapeError> {
     let name = t.settings.sidecar_container_name.as_str();
     let is_sidecar = |c: &Container| c.name.as_deref() == Some(name);
-    let view = t.template.view()?;
+    let view = t.object.view()?;
     let containers = view.containers();
     let Some(index) = containers.iter().position(is_sidecar) else {
         return match view.init_containers().iter().find(|c| is_sidecar(c)) {
@@ -377,14 +377,14 @@ fn move_injected_sidecar(
     let status_port = view.status_port();
     let new_status = native_status(status, name);
 
-    let mut sidecar = t.template.take_item("containers", index)?;
+    let mut sidecar = t.object.take_item("containers", index)?;
     let (added, restart_policy) = make_native(&mut sidecar, status_port)?;
     let (order, init_from) = native_order(&init_names);
     if !init_from.is_empty() {
         reorder_init(t, &order)?;
     }
     let insert_at = position_after_istio_init(order.iter().map(|n| n.as_deref()));
-    t.template
+    t.object
         .insert_item("initContainers", insert_at, sidecar)?;
 
     let mut warnings = Vec::new();
@@ -392,7 +392,7 @@ fn move_injected_sidecar(
     match new_status {
         Ok(None) => {}
         Ok(Some(new)) => {
-            t.template
+            t.object
                 .set_annotation_at(at, ANNOTATION_STATUS, Node::from_string(new))?;
             recorded_status = Some(status.to_owned());
         }

@@ -41,7 +41,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
     // classic unless the Pod or the mesh asks for native, and then only
     // the wrapper ends it.
     let sidecar = t.settings.sidecar_container_name.as_str();
-    let view = t.template.view()?;
+    let view = t.object.view()?;
     let apps: Vec<(usize, String)> = view
         .containers()
         .iter()
@@ -76,7 +76,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         annotation: t.record.and_then(Applied::annotation).cloned(),
     };
 
-    let Some(command) = read_command(t.template.item("containers", index)?)? else {
+    let Some(command) = read_command(t.object.item("containers", index)?)? else {
         return Ok(nothing_wrapped(t, no_command(name)));
     };
     let original = match original_command(&command) {
@@ -101,7 +101,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         .map(|s| (*s).to_owned())
         .chain(original.iter().cloned())
         .collect();
-    t.template
+    t.object
         .item("containers", index)?
         .set("command", Node::Value(string_array(&wrapped)))?;
     Ok(Outcome::applied(applied))
@@ -115,7 +115,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
 /// not what this mode left.
 pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
     let named: Vec<usize> = t
-        .template
+        .object
         .view()?
         .containers()
         .iter()
@@ -129,7 +129,7 @@ pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
         [] => return Ok(Undone::Done { changed: false }),
         _ => return Ok(Undone::Refused("container not in the pod once".into())),
     };
-    let node = t.template.item("containers", index)?;
+    let node = t.object.item("containers", index)?;
     let command = read_command(node)?;
     match command.as_deref().and_then(original_command) {
         Some([]) => Ok(Undone::Refused("the wrapper holds no command".into())),
@@ -173,7 +173,7 @@ fn several_apps(t: &mut Target, apps: &[(usize, String)]) -> Result<Outcome, Sha
         apps.len()
     ));
     for &(index, _) in apps {
-        let container = t.template.item("containers", index)?;
+        let container = t.object.item("containers", index)?;
         let Some(command) = read_command(container)? else {
             continue;
         };
@@ -224,7 +224,7 @@ fn no_command(name: &str) -> String {
 mod tests {
     use super::*;
     use crate::settings::{Mode, Settings};
-    use crate::template::Template;
+    use crate::object::Object;
     use crate::view::{Kind, ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
     use rstest::rstest;
     use serde_json::{json, Value};
@@ -257,7 +257,7 @@ mod tests {
         let text = object.to_string();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
         let mut node = Node::raw(raw);
-        let mut template = Template::read(kind, &mut node).unwrap().unwrap();
+        let mut template = Object::read(kind, &mut node).unwrap().unwrap();
         let (changed, warnings) = crate::modes::change::undo_then_apply(
             &mut template,
             settings,
@@ -481,10 +481,10 @@ mod tests {
         let text = object.to_string();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
         let mut node = Node::raw(raw);
-        let mut template = Template::read(Kind::Job, &mut node).unwrap().unwrap();
+        let mut template = Object::read(Kind::Job, &mut node).unwrap().unwrap();
         let settings = Settings::default();
         let mut target = Target {
-            template: &mut template,
+            object: &mut template,
             settings: &settings,
             record: None,
         };

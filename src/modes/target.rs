@@ -3,12 +3,12 @@
 
 use crate::record::Applied;
 use crate::settings::Settings;
-use crate::template::Template;
+use crate::object::Object;
 
 /// What a mode works on: the object, through the one handle it is read and
 /// edited with, and the settings.
 pub struct Target<'r, 't, 'a> {
-    pub template: &'r mut Template<'t, 'a>,
+    pub object: &'r mut Object<'t, 'a>,
     pub settings: &'r Settings,
     /// The trusted record on the template, if any: a mode's own, since
     /// another mode's record is undone before a mode is applied.
