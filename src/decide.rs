@@ -2,8 +2,8 @@
 //! policy does with a request, before it looks at how. One arm per row;
 //! the rstest table below has the same rows.
 
+use crate::names::{Kind, ANNOTATION_MODE};
 use crate::settings::{Mode, Settings};
-use crate::view::{Kind, ANNOTATION_MODE};
 use crate::warning;
 
 /// Value of `istio-job-sidecar/mode` that turns the policy off for a workload.

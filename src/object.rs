@@ -7,7 +7,7 @@
 //! Every write of the policy goes through here; `workload.rs` only reads.
 
 use crate::json::{Node, ShapeError};
-use crate::view::Kind;
+use crate::names::Kind;
 use crate::workload::{StatusAt, Workload};
 
 pub struct Object<'t, 'a> {

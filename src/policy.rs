@@ -6,11 +6,11 @@ use crate::decide::{self, decide, Facts, Plan, Skip};
 use crate::json::{Node, ShapeError};
 use crate::modes::change::undo_then_apply;
 use crate::modes::one_proxy;
+use crate::names::{Kind, ANNOTATION_OWNER_MODE, NEVER_INJECTED_NAMESPACES};
+use crate::object::Object;
 use crate::request::Request;
 use crate::response;
 use crate::settings::{Mode, Settings};
-use crate::object::Object;
-use crate::view::{Kind, ANNOTATION_OWNER_MODE, NEVER_INJECTED_NAMESPACES};
 use crate::workload::{self, OwnerMode};
 
 /// The `validate` answer for a raw payload (JSON `ValidationResponse` bytes).

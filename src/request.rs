@@ -13,7 +13,7 @@
 //! operation before the object too.
 
 use crate::json::{Expand, Key, Node};
-use crate::view::Kind;
+use crate::names::Kind;
 use crate::workload;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;

@@ -8,9 +8,77 @@
 //! too, on the CronJob and on the Job.
 
 use crate::json::{Node, Shape, ShapeError};
+use crate::names::{
+    Kind, ANNOTATION_APPLIED, ANNOTATION_MODE, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_OWNER_MODE,
+    ANNOTATION_PROXY_CONFIG, ANNOTATION_QUIT_WRAPPED, ANNOTATION_STATUS, ANNOTATION_STATUS_PORT,
+    INJECT,
+};
 use crate::record::Record;
-use crate::view::{Annotations, Container, Kind, Labels, Meta, PodSpec, INJECT};
 use std::borrow::Cow;
+
+/// The annotations and labels decisions read of a metadata; all others are
+/// skipped.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Meta<'a> {
+    pub annotations: Option<Annotations<'a>>,
+    pub labels: Option<Labels<'a>>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Annotations<'a> {
+    pub mode: Option<Cow<'a, str>>,
+    pub owner_mode: Option<Cow<'a, str>>,
+    pub applied: Option<Cow<'a, str>>,
+    pub quit_wrapped: Option<Cow<'a, str>>,
+    pub status: Option<Cow<'a, str>>,
+    pub native_sidecar: Option<Cow<'a, str>>,
+    pub proxy_config: Option<Cow<'a, str>>,
+    pub status_port: Option<Cow<'a, str>>,
+    pub inject: Option<Cow<'a, str>>,
+}
+
+impl<'a> Annotations<'a> {
+    /// The field for annotation `key`, if it is one decisions read.
+    pub fn field(&mut self, key: &str) -> Option<&mut Option<Cow<'a, str>>> {
+        Some(match key {
+            ANNOTATION_MODE => &mut self.mode,
+            ANNOTATION_OWNER_MODE => &mut self.owner_mode,
+            ANNOTATION_APPLIED => &mut self.applied,
+            ANNOTATION_QUIT_WRAPPED => &mut self.quit_wrapped,
+            ANNOTATION_STATUS => &mut self.status,
+            ANNOTATION_NATIVE_SIDECAR => &mut self.native_sidecar,
+            ANNOTATION_PROXY_CONFIG => &mut self.proxy_config,
+            ANNOTATION_STATUS_PORT => &mut self.status_port,
+            INJECT => &mut self.inject,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Labels<'a> {
+    /// `sidecar.istio.io/inject`; `Some("")` when present and empty, which
+    /// Istio reads differently from absent.
+    pub inject: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PodSpec<'a> {
+    pub restart_policy: Option<Cow<'a, str>>,
+    /// `hostNetwork: true`: Istio never injects such a pod.
+    pub host_network: bool,
+    pub containers: Option<Vec<Container<'a>>>,
+    pub init_containers: Option<Vec<Container<'a>>>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Container<'a> {
+    pub name: Option<Cow<'a, str>>,
+    pub restart_policy: Option<Cow<'a, str>>,
+    /// Whether the container sets `command` (its content is read by the mode
+    /// that needs it, from the object itself).
+    pub has_command: bool,
+}
 
 /// What decisions and modes read of a handled object.
 #[derive(Debug, Clone, PartialEq, Eq)]

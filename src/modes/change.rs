@@ -11,10 +11,10 @@
 use crate::json::{Node, ShapeError};
 use crate::modes::target::{RecordEdit, Target, Undone};
 use crate::modes::{apply, native_sidecar, one_proxy, undo};
+use crate::names::{ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
+use crate::object::Object;
 use crate::record::Record;
 use crate::settings::{Mode, Settings};
-use crate::object::Object;
-use crate::view::{ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
 use crate::warning;
 
 /// Take back what another mode's record says it did, then apply `wanted`.
@@ -112,8 +112,8 @@ fn unreadable(why: &str) -> String {
 mod tests {
     use super::*;
     use crate::modes;
+    use crate::names::ANNOTATION_APPLIED;
     use crate::policy::evaluate;
-    use crate::view::ANNOTATION_APPLIED;
     use serde_json::{json, Value};
 
     const QUIT_RECORD: &str = r#"{"mode":"quitEndpoint","container":"app"}"#;

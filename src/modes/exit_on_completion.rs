@@ -8,8 +8,8 @@
 
 use crate::json::{Node, ShapeError};
 use crate::modes::target::{Outcome, Target, Undone};
+use crate::names::{ANNOTATION_PROXY_CONFIG, EXIT_ON_JOB_COMPLETION as KEY};
 use crate::record::Applied;
-use crate::view::{ANNOTATION_PROXY_CONFIG, EXIT_ON_JOB_COMPLETION as KEY};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_yaml::{Mapping, Value};
 use std::fmt;

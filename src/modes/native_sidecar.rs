@@ -24,8 +24,9 @@
 
 use crate::json::{Node, ShapeError};
 use crate::modes::target::{Outcome, RecordEdit, Target, Undone};
+use crate::names::{Kind, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_STATUS};
 use crate::record::{Annotated, Applied, Move};
-use crate::view::{Container, Kind, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_STATUS};
+use crate::workload::Container;
 use crate::workload::{StatusAt, Workload};
 use serde_json::{json, Value};
 
@@ -384,8 +385,7 @@ fn move_injected_sidecar(
         reorder_init(t, &order)?;
     }
     let insert_at = position_after_istio_init(order.iter().map(|n| n.as_deref()));
-    t.object
-        .insert_item("initContainers", insert_at, sidecar)?;
+    t.object.insert_item("initContainers", insert_at, sidecar)?;
 
     let mut warnings = Vec::new();
     let mut recorded_status = None;

@@ -25,8 +25,8 @@
 
 use crate::json::ShapeError;
 use crate::modes::native_sidecar::status_lists;
-use crate::record::Applied;
 use crate::object::Object;
+use crate::record::Applied;
 use crate::workload::Workload;
 
 /// Which copy of a proxy a template has twice to take out.
@@ -42,7 +42,7 @@ pub enum Stale {
 /// once in `initContainers` as a native sidecar and the injection status
 /// tells which is stale.
 pub fn twice(view: &Workload, name: &str) -> Option<Stale> {
-    let of = |list: &[crate::view::Container]| -> Vec<usize> {
+    let of = |list: &[crate::workload::Container]| -> Vec<usize> {
         (0..list.len())
             .filter(|&i| list[i].name.as_deref() == Some(name))
             .collect()
@@ -97,7 +97,7 @@ pub fn resolve(
 mod tests {
     use super::*;
     use crate::json::Node;
-    use crate::view::Kind;
+    use crate::names::Kind;
     use rstest::rstest;
     use serde_json::{json, Value};
 

@@ -223,9 +223,9 @@ fn no_command(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::{Mode, Settings};
+    use crate::names::{Kind, ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
     use crate::object::Object;
-    use crate::view::{Kind, ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
+    use crate::settings::{Mode, Settings};
     use rstest::rstest;
     use serde_json::{json, Value};
 

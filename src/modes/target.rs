@@ -1,9 +1,9 @@
 //! What a mode works on and what it answers: shared by every mode and by
 //! the change of mode (`change.rs`).
 
+use crate::object::Object;
 use crate::record::Applied;
 use crate::settings::Settings;
-use crate::object::Object;
 
 /// What a mode works on: the object, through the one handle it is read and
 /// edited with, and the settings.

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use istio_job_sidecar_policy::decide::Skip;
 use istio_job_sidecar_policy::policy::Verdict;
-use istio_job_sidecar_policy::view::Kind;
+use istio_job_sidecar_policy::names::Kind;
 use serde_json::{json, Value};
 
 use crate::config::{Config, Sent};
