@@ -31,15 +31,15 @@ for c in curl wget busybox "${BASH:-bash}" perl python3 python '';do command -v 
 [ "$c" ]||{ echo "istio-job-sidecar: no curl, wget, busybox, bash, perl or python to POST $1; use another mode" >&2;exit "$ijs_rc";}
 for t in 1 2 3 4 5;do
 case $c in
-curl)curl -q -sf -m 2 -o /dev/null -d '' "$1";;
-wget|busybox)${c%wget} wget -q -O /dev/null --post-data= "$1"&
+curl)curl -q -sf -m 2 -d '' "$1";;
+wget|busybox)${c%wget} wget -qO- --post-data= "$1"&
 w=$!
 { sleep 2||busybox sleep 2&&kill "$w";}&
 d=$!
 wait "$w";r=$?
 kill "$d"
 [ "$r" = 0 ];;
-perl)perl -MIO::Socket::INET -e'$s=IO::Socket::INET->new($ARGV[4])||exit 1;alarm 2;print$s "POST $ARGV[3] HTTP/1.0\r\nContent-Length: 0\r\n\r\n";<$s>=~/^\S+ 2/||exit 1' "$@";;
+perl)perl -MIO::Socket -e'$s=IO::Socket::INET->new($ARGV[4])||exit 1;alarm 2;print$s "POST $ARGV[3] HTTP/1.0\r\nContent-Length: 0\r\n\r\n";<$s>=~/^\S+ 2/||exit 1' "$@";;
 python*)"$c" -c'import socket,sys;a=sys.argv;s=socket.create_connection(a[2:4],2);s.sendall(b"POST "+a[4].encode()+b" HTTP/1.0\r\nContent-Length: 0\r\n\r\n");sys.exit(s.recv(12)[8:10]!=b" 2")' "$@";;
 *)"$c" -c 'exec 3<>"/dev/tcp/$1/$2";printf "POST %s HTTP/1.0\r\nContent-Length: 0\r\n\r\n" "$3">&3;read -t 2 l<&3;[[ $l = HTTP/?.?\ 2* ]]' "$@"
 esac>/dev/null 2>&1&&break
