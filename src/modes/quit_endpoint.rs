@@ -19,7 +19,7 @@
 //! The URL is `quitUrl` on the pod's own status port: pilot-agent serves
 //! `/quitquitquit` on `status.sidecar.istio.io/port` when the pod sets it,
 //! and has no status server at all when it is `"0"`, where nothing is
-//! wrapped (docs/facts.md, "Istio's injection"). It is written whole,
+//! wrapped (docs/facts.md, "pilot-agent's quit endpoint"). It is written whole,
 //! `http://HOST:PORT/PATH`, so that the script takes host, port and path
 //! apart with parameter expansion alone.
 
