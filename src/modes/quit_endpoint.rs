@@ -28,7 +28,9 @@ use crate::modes::target::{Outcome, RecordEdit, Target, Undone};
 use crate::record::Applied;
 use crate::settings::quit_url_parts;
 use crate::warning;
+use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 /// The wrapper script (`sh -c` text). No `$(` and no `$$` in it, as
 /// Kubernetes would expand those.
@@ -107,15 +109,29 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         Some(original) => original,
         None => &command[..],
     };
-    let wrapped: Vec<String> = prefix
-        .iter()
-        .map(|s| (*s).to_owned())
-        .chain(original.iter().cloned())
+    // The script goes out as JSON written once per instance, not escaped
+    // again on every request.
+    let [shell, c, _, mark, url, when] = prefix;
+    let wrapped = [shell, c]
+        .map(Node::from_string)
+        .into_iter()
+        .chain([Node::Raw(script_json())])
+        .chain([mark, url, when].map(Node::from_string))
+        .chain(original.iter().cloned().map(Node::from_string))
         .collect();
     t.template
         .item("containers", index)?
-        .set("command", Node::Value(string_array(&wrapped)))?;
+        .set("command", Node::Array(wrapped))?;
     Ok(Outcome::applied(applied))
+}
+
+/// `SCRIPT` as a JSON string.
+fn script_json() -> &'static RawValue {
+    static JSON: OnceLock<Box<RawValue>> = OnceLock::new();
+    JSON.get_or_init(|| {
+        let text = serde_json::to_string(SCRIPT).expect("a str is written as JSON");
+        RawValue::from_string(text).expect("serde_json writes valid JSON")
+    })
 }
 
 /// Take the wrapper off `container`'s command, back to the original argv
