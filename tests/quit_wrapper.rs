@@ -428,6 +428,34 @@ impl Run<'_> {
         Some(out)
     }
 
+    /// Runs, and checks the exit code and one quit request after the
+    /// program; a missing tool skips the case.
+    fn quits_once(&self, code: i32) {
+        let Some(out) = self.exits(code) else {
+            let (shell, client) = (self.shell, self.client);
+            skip(&format!(
+                "{shell:?} {client:?}: not installed, the case is skipped"
+            ));
+            return;
+        };
+        out.assert_quit_once_after();
+        out.clean();
+    }
+
+    /// Runs against an agent that cannot be reached: the program's exit
+    /// code, `tries` requests, within `bound`, and the message.
+    fn gives_up(&self, code: i32, tries: usize, bound: Duration) {
+        let client = self.client;
+        let Some(out) = self.exits(code) else {
+            skip(&format!("{client:?} not installed, this case is skipped"));
+            return;
+        };
+        assert_eq!(out.hits.len(), tries, "{client:?}: one hit per try");
+        assert!(out.elapsed < bound, "{client:?}: {:?}", out.elapsed);
+        assert!(out.stderr.contains("could not POST"), "{}", out.stderr);
+        out.clean();
+    }
+
     /// `None` when a tool this run needs is not installed.
     fn go(&self) -> Option<Outcome> {
         let dir = work_dir();
@@ -641,19 +669,14 @@ fn every_client_posts_alone() {
     let command: Vec<&str> = program.iter().map(String::as_str).collect();
     for shell in shells() {
         for client in CLIENTS {
-            let Some(out) = (Run {
+            Run {
                 shell,
                 tools: Tools::Bare,
                 client,
                 command: &command,
                 ..Run::default()
-            })
-            .exits(3) else {
-                skip(&format!("{client:?} not installed, its variant is skipped"));
-                continue;
-            };
-            out.assert_quit_once_after();
-            out.clean();
+            }
+            .quits_once(3);
         }
     }
 }
@@ -663,18 +686,13 @@ fn every_client_posts_alone() {
 #[test]
 fn the_quit_goes_to_the_pods_status_port() {
     for client in CLIENTS {
-        let Some(out) = (Run {
+        Run {
             client,
             status_port: true,
             command: &["sh", "-c", EXITS_WITH, "{dir}", "0"],
             ..Run::default()
-        })
-        .exits(0) else {
-            skip(&format!("{client:?} not installed, its variant is skipped"));
-            continue;
-        };
-        out.assert_quit_once_after();
-        out.clean();
+        }
+        .quits_once(0);
     }
 }
 
@@ -684,19 +702,14 @@ fn the_quit_goes_to_the_pods_status_port() {
 fn bash_as_sh_posts_by_itself() {
     let program = program_alone("5");
     let command: Vec<&str> = program.iter().map(String::as_str).collect();
-    let Some(out) = (Run {
+    Run {
         shell: Shell::Bash,
         tools: Tools::Bare,
         client: Client::None,
         command: &command,
         ..Run::default()
-    })
-    .exits(5) else {
-        skip("bash not installed, bash as sh is skipped");
-        return;
-    };
-    out.assert_quit_once_after();
-    out.clean();
+    }
+    .quits_once(5);
 }
 
 /// No client at all: the message names every client tried and says what
@@ -982,22 +995,14 @@ fn an_unreachable_agent_cannot_hold_the_pod(
     )]
     client: Client,
 ) {
-    let Some(out) = (Run {
+    let tries = if agent == Agent::Hangs { 5 } else { 0 };
+    Run {
         client,
         agent,
         command: &["sh", "-c", EXITS_WITH, "{dir}", "4"],
         ..Run::default()
-    })
-    .exits(4) else {
-        skip(&format!("{client:?} not installed, this case is skipped"));
-        return;
-    };
-    let tries = if agent == Agent::Hangs { 5 } else { 0 };
-    assert_eq!(out.hits.len(), tries, "{client:?}: one hit per try");
-    let elapsed = out.elapsed;
-    assert!(elapsed < Duration::from_secs(25), "{client:?}: {elapsed:?}");
-    assert!(out.stderr.contains("could not POST"), "{}", out.stderr);
-    out.clean();
+    }
+    .gives_up(4, tries, Duration::from_secs(25));
 }
 
 /// Without `sleep` the clients that time themselves out are still cut
@@ -1015,25 +1020,14 @@ fn a_hanging_agent_cannot_hold_the_pod_without_sleep(
 ) {
     let program = program_alone("6");
     let command: Vec<&str> = program.iter().map(String::as_str).collect();
-    let Some(out) = (Run {
+    Run {
         tools: Tools::Bare,
         client,
         agent: Agent::Hangs,
         command: &command,
         ..Run::default()
-    })
-    .exits(6) else {
-        skip(&format!("{client:?} not installed, this case is skipped"));
-        return;
-    };
-    assert_eq!(out.hits.len(), 5, "{client:?}: one hit per try");
-    assert!(
-        out.elapsed < Duration::from_secs(20),
-        "{client:?}: {:?}",
-        out.elapsed
-    );
-    assert!(out.stderr.contains("could not POST"), "{}", out.stderr);
-    out.clean();
+    }
+    .gives_up(6, 5, Duration::from_secs(20));
 }
 
 /// Lint the script the policy embeds, where shellcheck is installed.
