@@ -498,6 +498,52 @@ assert_one_proxy() {
 	assert_patched 'quitquitquit'
 }
 
+@test "quitEndpoint: the pod's status.sidecar.istio.io/port is the port posted" {
+	run_case quit-status-port-job
+	assert_patched 'http://127.0.0.1:15120/quitquitquit'
+}
+
+@test "quitEndpoint: the status port on a Job's own metadata (a kube-injected CronJob's Job) is the port posted" {
+	run_case quit-status-port-on-the-jobs-own-metadata
+	assert_patched 'http://127.0.0.1:15320/quitquitquit'
+}
+
+@test "quitEndpoint: status port \"0\" (no status server): nothing wrapped, with a warning" {
+	run_case quit-status-port-zero-warns
+	assert_not_patched
+	assert_warning 'no quit endpoint'
+}
+
+@test "quitEndpoint: status port \"0\": a wrapper left by an earlier pass is taken off, with its record" {
+	run_case quit-status-port-zero-wrapper-taken-off
+	assert_patched '/command'
+	assert_patched 'istio-job-sidecar~1applied'
+	assert_warning 'no quit endpoint'
+}
+
+@test "quitEndpoint: every wrapper text of earlier versions is brought up to date, never wrapped twice" {
+	run_case quit-older-wrapper-1-refreshed
+	assert_patched '/command/2'
+	refute_in_patch '/command/6'
+	run_case quit-older-wrapper-2-refreshed
+	assert_patched '/command/2'
+	refute_in_patch '/command/6'
+}
+
+@test "quitEndpoint: every wrapper text of earlier versions is taken back by nativeSidecar and exitOnJobCompletion" {
+	run_case quit-older-wrapper-1-taken-back
+	run_case quit-older-wrapper-1-taken-back-exit
+	run_case quit-older-wrapper-2-taken-back
+	run_case quit-older-wrapper-2-taken-back-exit
+}
+
+@test "quitEndpoint: every wrapper text of earlier versions is taken off beside a second app container" {
+	run_case quit-older-wrapper-1-several-taken-off
+	assert_warning 'single app container'
+	run_case quit-older-wrapper-2-several-taken-off
+	assert_warning 'single app container'
+}
+
 # --- per-workload annotation istio-job-sidecar/mode -------------------------
 
 @test "workload annotation with an unknown value: cluster mode, and a warning" {

@@ -205,13 +205,11 @@ fn validate_quit_url(s: &str) -> Result<String, String> {
     if let Some(bad) = rest.chars().find(|c| !url_char(*c)) {
         return Err(format!("{s:?} has a character a URL cannot carry: {bad:?}"));
     }
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let authority = &rest[..end];
-    if authority.contains('@') {
+    if authority(rest).contains('@') {
         return Err(format!("{s:?} must not carry credentials"));
     }
-    let (host, port) =
-        split_host_port(authority).ok_or_else(|| format!("{s:?} has no valid host and port"))?;
+    let (host, port, _) =
+        quit_url_parts(s).ok_or_else(|| format!("{s:?} has no valid host and port"))?;
     let loopback = host.eq_ignore_ascii_case("localhost")
         || host
             .parse::<std::net::Ipv4Addr>()
@@ -237,6 +235,20 @@ fn validate_quit_url(s: &str) -> Result<String, String> {
 /// delimiters a path and query need (no fragment, quotes or spaces).
 fn url_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "-._~:/?&=%+,;[]@".contains(c)
+}
+
+/// A quit URL's host (an IPv6 address in its brackets), its port when it
+/// names one, and the rest (path and query, as written).
+pub fn quit_url_parts(url: &str) -> Option<(&str, Option<&str>, &str)> {
+    let rest = url.get(7..)?;
+    let authority = authority(rest);
+    let (host, port) = split_host_port(authority)?;
+    Some((host, port, &rest[authority.len()..]))
+}
+
+/// What follows `http://` up to the path or the query.
+fn authority(rest: &str) -> &str {
+    &rest[..rest.find(['/', '?']).unwrap_or(rest.len())]
 }
 
 /// `host` and optional `port` of an authority; `[v6]:port` aware.

@@ -139,6 +139,14 @@ def cronjob():
     return c
 
 
+def cronjob_with_command():
+    """cronjob() whose container runs `command` (its args' first two), as quitEndpoint needs."""
+    c = cronjob()
+    hello = template(c)["spec"]["containers"][0]
+    hello["command"], hello["args"] = hello["args"][:2], hello["args"][2:]
+    return c
+
+
 def pod(restart_policy):
     p = {
         "apiVersion": "v1",
@@ -170,6 +178,24 @@ QUIT = {"mode": "quitEndpoint"}
 # The quitEndpoint wrapper script, as the module embeds it.
 with open(os.path.join(HERE, "..", "src", "modes", "quit_wrapper.sh")) as f:
     QUIT_SCRIPT = f.read()
+# Every wrapper text an earlier version wrote, oldest first (quit_wrappers/README.md).
+OLDER_QUIT_SCRIPTS = []
+for name in sorted(os.listdir(os.path.join(HERE, "quit_wrappers"))):
+    if name.endswith(".sh"):
+        with open(os.path.join(HERE, "quit_wrappers", name)) as f:
+            OLDER_QUIT_SCRIPTS.append((name[:-3], f.read()))
+
+
+def quit_wrapped(obj, script, url="http://127.0.0.1:15020/quitquitquit", record=True):
+    """obj with its first container wrapped as the policy wraps it, by `script`."""
+    spec = template(obj)["spec"]
+    when = "on-success" if spec.get("restartPolicy") == "OnFailure" else "always"
+    app = spec["containers"][0]
+    app["command"] = ["/bin/sh", "-c", script, "istio-job-sidecar-quit", url, when] + app["command"]
+    if record:
+        annotate(obj, "istio-job-sidecar/applied",
+                 '{"mode":"quitEndpoint","container":"%s"}' % app["name"])
+    return obj
 
 
 def main():
@@ -373,6 +399,41 @@ def main():
     # Reversible modes: the quit-wrapped mark of 0.1.0 is read as a record and replaced.
     annotate(legacy, "istio-job-sidecar/quit-wrapped", "pi")
     write("quit-legacy-mark-replaced", request(legacy), QUIT)
+    # Each wrapper text an earlier version wrote is still the policy's own:
+    # brought up to date (never wrapped twice), taken back by another mode,
+    # taken off when a second app container comes.
+    for name, script in OLDER_QUIT_SCRIPTS:
+        older = quit_wrapped(cronjob_with_command(), script)
+        write("quit-older-wrapper-%s-refreshed" % name, request(older, "UPDATE", old=older), QUIT)
+        write("quit-older-wrapper-%s-taken-back" % name, request(older, "UPDATE", old=older))
+        write("quit-older-wrapper-%s-taken-back-exit" % name, request(older, "UPDATE", old=older), EXIT)
+        several = copy.deepcopy(older)
+        template(several)["spec"]["containers"].append(
+            {"name": "uploader", "image": "registry.example/upload:2", "command": ["/upload", "--wait"]}
+        )
+        write("quit-older-wrapper-%s-several-taken-off" % name, request(several, "UPDATE", old=older), QUIT)
+    # pilot-agent serves /quitquitquit on the pod's status port; "0" turns
+    # its status server off, and nothing can end the proxy this way.
+    write(
+        "quit-status-port-job",
+        request(annotate(job(), "status.sidecar.istio.io/port", "15120")),
+        QUIT,
+    )
+    made = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "report-29420000", "namespace": "batch",
+                     "annotations": {"status.sidecar.istio.io/port": "15320"}},
+        "spec": copy.deepcopy(job()["spec"]),
+    }
+    write("quit-status-port-on-the-jobs-own-metadata", request(made, namespace="batch"), QUIT)
+    write(
+        "quit-status-port-zero-warns",
+        request(annotate(job(), "status.sidecar.istio.io/port", "0")),
+        QUIT,
+    )
+    zero = annotate(quit_wrapped(cronjob_with_command(), QUIT_SCRIPT), "status.sidecar.istio.io/port", "0")
+    write("quit-status-port-zero-wrapper-taken-off", request(zero, "UPDATE", old=zero), QUIT)
     write(
         "quit-workload-annotation",
         request(annotate(job(), "istio-job-sidecar/mode", "quitEndpoint")),

@@ -132,6 +132,12 @@ pub fn cases() -> Result<Vec<Case>> {
         case("job-yaml-config/native", Route::Mutation, &job, &native),
         case("job-yaml-config/exit", Route::Mutation, &job, &exit),
         case(
+            "job-yaml-config/quit",
+            Route::Mutation,
+            &job,
+            &json!({"mode": "quitEndpoint"}),
+        ),
+        case(
             "cronjob-yaml-config/native",
             Route::Mutation,
             &cronjob,

@@ -15,11 +15,22 @@
 //! `when` is `on-success` for `restartPolicy: OnFailure`: after a failure
 //! the kubelet restarts the program in the same pod, which still needs its
 //! proxy; `always` otherwise.
+//!
+//! The URL is `quitUrl` on the pod's own status port: pilot-agent serves
+//! `/quitquitquit` on `status.sidecar.istio.io/port` when the pod sets it,
+//! and has no status server at all when it is `"0"`, where nothing is
+//! wrapped (docs/facts.md, "pilot-agent's quit endpoint"). It is written whole,
+//! `http://HOST:PORT/PATH`, so that the script takes host, port and path
+//! apart with parameter expansion alone.
 
 use crate::json::{Node, ShapeError};
 use crate::modes::target::{Outcome, RecordEdit, Target, Undone};
 use crate::record::Applied;
+use crate::settings::quit_url_parts;
 use crate::warning;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::sync::OnceLock;
 
 /// The wrapper script (`sh -c` text). No `$(` and no `$$` in it, as
 /// Kubernetes would expand those.
@@ -53,6 +64,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         Some("OnFailure") => ON_SUCCESS,
         _ => ALWAYS,
     };
+    let status_port = view.status_port();
     let (index, name) = match apps.as_slice() {
         [] => {
             return Ok(nothing_wrapped(
@@ -60,17 +72,19 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
                 "quitEndpoint: no application container to wrap".into(),
             ))
         }
+        _ if status_port == Some(0) => return unwrap_all(t, &apps, NO_STATUS_SERVER.into()),
         [(index, name)] => (*index, name.as_str()),
-        several => return several_apps(t, several),
+        several => {
+            let why = format!(
+                "quitEndpoint wraps a single app container, this pod has {}: not wrapped; \
+                 consider nativeSidecar",
+                several.len()
+            );
+            return unwrap_all(t, several, why);
+        }
     };
-    let prefix = [
-        SHELL,
-        "-c",
-        SCRIPT,
-        NAME,
-        t.settings.quit_url.as_str(),
-        when,
-    ];
+    let url = post_url(&t.settings.quit_url, status_port);
+    let prefix = [SHELL, "-c", SCRIPT, NAME, url.as_ref(), when];
     let applied = Applied::QuitEndpoint {
         container: name.to_owned(),
         annotation: t.record.and_then(Applied::annotation).cloned(),
@@ -96,15 +110,29 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         Some(original) => original,
         None => &command[..],
     };
-    let wrapped: Vec<String> = prefix
-        .iter()
-        .map(|s| (*s).to_owned())
-        .chain(original.iter().cloned())
+    // The script goes out as JSON written once per instance, not escaped
+    // again on every request.
+    let [shell, c, _, mark, url, when] = prefix;
+    let wrapped = [shell, c]
+        .map(Node::from_string)
+        .into_iter()
+        .chain([Node::Raw(script_json())])
+        .chain([mark, url, when].map(Node::from_string))
+        .chain(original.iter().cloned().map(Node::from_string))
         .collect();
     t.object
         .item("containers", index)?
-        .set("command", Node::Value(string_array(&wrapped)))?;
+        .set("command", Node::Array(wrapped))?;
     Ok(Outcome::applied(applied))
+}
+
+/// `SCRIPT` as a JSON string.
+fn script_json() -> &'static RawValue {
+    static JSON: OnceLock<Box<RawValue>> = OnceLock::new();
+    JSON.get_or_init(|| {
+        let text = serde_json::to_string(SCRIPT).expect("a str is written as JSON");
+        RawValue::from_string(text).expect("serde_json writes valid JSON")
+    })
 }
 
 /// Take the wrapper off `container`'s command, back to the original argv
@@ -163,15 +191,41 @@ fn string_array(strings: &[String]) -> serde_json::Value {
     )
 }
 
-/// Several application containers: the first to end would stop the proxy
-/// under the others, so none is wrapped, and a wrapper left from an earlier
-/// pass (a container added to a CronJob later) is taken off again.
-fn several_apps(t: &mut Target, apps: &[(usize, String)]) -> Result<Outcome, ShapeError> {
-    let mut outcome = Outcome::unchanged_because(format!(
-        "quitEndpoint wraps a single app container, this pod has {}: not wrapped; \
-         consider nativeSidecar",
-        apps.len()
-    ));
+/// Said when the pod turns pilot-agent's status server off.
+const NO_STATUS_SERVER: &str =
+    "quitEndpoint: status.sidecar.istio.io/port \"0\", no quit endpoint: not wrapped; consider nativeSidecar";
+
+/// The URL the wrapper posts: `quitUrl` on the pod's status port when it
+/// names one (not 0), else on `quitUrl`'s own port (80 when it names none),
+/// written `http://HOST:PORT/PATH`.
+pub fn post_url(quit_url: &str, status_port: Option<u16>) -> Cow<'_, str> {
+    let Some((host, port, rest)) = quit_url_parts(quit_url) else {
+        return quit_url.into();
+    };
+    let port: Cow<str> = match status_port {
+        Some(port) => port.to_string().into(),
+        None => port.unwrap_or("80").into(),
+    };
+    let slash = if rest.starts_with('/') { "" } else { "/" };
+    let url = format!("http://{host}:{port}{slash}{rest}");
+    if url == quit_url {
+        quit_url.into()
+    } else {
+        url.into()
+    }
+}
+
+/// Nothing can be wrapped (several application containers: the first to
+/// end would stop the proxy under the others; or no quit endpoint), so none
+/// is, a wrapper left from an earlier pass (a container added to a CronJob
+/// later, a status port turned off) is taken off again, and a record of
+/// this mode goes.
+fn unwrap_all(
+    t: &mut Target,
+    apps: &[(usize, String)],
+    why: String,
+) -> Result<Outcome, ShapeError> {
+    let mut outcome = Outcome::unchanged_because(why);
     for &(index, _) in apps {
         let container = t.object.item("containers", index)?;
         let Some(command) = read_command(container)? else {
@@ -452,6 +506,77 @@ mod tests {
         let (_, out) = run_with(Kind::Job, &job(json!([app(json!(["run"]))])), &settings);
         let c = &out["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(c["command"][4], "http://[::1]:15020/quitquitquit");
+    }
+
+    /// pilot-agent listens on the pod's own status port; the policy writes
+    /// the URL whole, port and path included.
+    #[rstest]
+    #[case::default(URL, None, URL)]
+    #[case::status_port(URL, Some(15120), "http://127.0.0.1:15120/quitquitquit")]
+    #[case::no_port(
+        "http://localhost/quitquitquit",
+        None,
+        "http://localhost:80/quitquitquit"
+    )]
+    #[case::no_port_status(
+        "http://localhost/quitquitquit",
+        Some(15021),
+        "http://localhost:15021/quitquitquit"
+    )]
+    #[case::v6(
+        "http://[::1]:15020/quitquitquit",
+        Some(15121),
+        "http://[::1]:15121/quitquitquit"
+    )]
+    #[case::no_path("http://127.0.0.1:15020", None, "http://127.0.0.1:15020/")]
+    #[case::query_only("http://127.0.0.6:15020?x=1", None, "http://127.0.0.6:15020/?x=1")]
+    #[case::scheme_case("HTTP://127.0.0.1:15020/q", None, "http://127.0.0.1:15020/q")]
+    fn the_url_is_the_pods_status_port(
+        #[case] quit_url: &str,
+        #[case] status_port: Option<u16>,
+        #[case] posted: &str,
+    ) {
+        assert_eq!(post_url(quit_url, status_port), posted);
+    }
+
+    /// `status.sidecar.istio.io/port` where Istio reads it: on the
+    /// template, else (kube-injected) on the Job's own metadata.
+    #[rstest]
+    #[case::template(&["spec", "template", "metadata"])]
+    #[case::jobs_own(&["metadata"])]
+    fn wraps_with_the_pods_status_port(#[case] at: &[&str]) {
+        let mut object = job(json!([app(json!(["run"]))]));
+        let meta = at.iter().fold(&mut object, |v, k| &mut v[*k]);
+        meta["annotations"] = json!({"status.sidecar.istio.io/port": "15120"});
+        let (outcome, out) = run(Kind::Job, &object);
+        assert_eq!(outcome, changed());
+        let c = &out["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["command"][4], "http://127.0.0.1:15120/quitquitquit");
+        assert_eq!(run(Kind::Job, &out), (Outcome::unchanged(), out));
+    }
+
+    /// Port "0": pilot-agent has no status server, so nothing can end the
+    /// proxy this way: nothing is wrapped, an earlier wrapper comes off and
+    /// the record goes.
+    #[test]
+    fn status_port_zero_wraps_nothing_and_takes_a_wrapper_off() {
+        let annotations = json!({"status.sidecar.istio.io/port": "0"});
+        let mut object = job(json!([app(json!(["run", "$(X)"]))]));
+        object["spec"]["template"]["metadata"] = json!({"annotations": annotations});
+        let (outcome, out) = run(Kind::Job, &object);
+        assert!(!outcome.changed);
+        assert_eq!(outcome.warnings, [NO_STATUS_SERVER]);
+        assert!(crate::warning::fits(NO_STATUS_SERVER));
+        assert_eq!(out, object);
+
+        let mut wrapped = job(json!([app(wrapped_command(ALWAYS, &["run", "$(X)"]))]));
+        wrapped["spec"]["template"]["metadata"] = json!({"annotations": {
+            "status.sidecar.istio.io/port": "0", ANNOTATION_APPLIED: RECORD_APP
+        }});
+        let (outcome, out) = run(Kind::Job, &wrapped);
+        assert!(outcome.changed);
+        assert_eq!(outcome.warnings, [NO_STATUS_SERVER]);
+        assert_eq!(out, object);
     }
 
     #[test]

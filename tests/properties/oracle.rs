@@ -325,6 +325,11 @@ pub fn istio_native_proxy() -> &'static Value {
 
 /// pilot-agent's status port for this pod: its annotation, else Istio's default.
 pub fn status_port(kind: Kind, object: &Value) -> u16 {
+    pods_status_port(kind, object).unwrap_or(15020)
+}
+
+/// `status.sidecar.istio.io/port` when the pod sets it to a number.
+fn pods_status_port(kind: Kind, object: &Value) -> Option<u16> {
     let t = template_pointer(kind);
     // Where the injection status of a kube-injected CronJob is: its
     // jobTemplate's metadata, or a Job's own made from it.
@@ -336,7 +341,6 @@ pub fn status_port(kind: Kind, object: &Value) -> u16 {
     annotation(object, t, STATUS_PORT)
         .or(owner)
         .and_then(|p| p.parse().ok())
-        .unwrap_or(15020)
 }
 
 /// The sidecar as Istio would have injected it in native form: what it had
@@ -1441,8 +1445,11 @@ pub fn quit_expectation(
             None => RecordEdit::Keep,
         },
     };
+    // pilot-agent listens on the pod's status port, and on none at all
+    // when it is 0.
+    let port = pods_status_port(kind, object);
     match apps[..] {
-        [one] => {
+        [one] if port != Some(0) => {
             let command = command(&out[one]);
             if command.is_empty() {
                 return nothing(out);
@@ -1457,7 +1464,14 @@ pub fn quit_expectation(
                 .iter()
                 .map(|s| s.to_string())
                 .collect();
-            wrapped.push(settings.quit_url.clone());
+            wrapped.push(match port {
+                Some(port) => {
+                    let (authority, path) = settings.quit_url[7..].split_once('/').unwrap();
+                    let host = authority.rsplit_once(':').map_or(authority, |(h, _)| h);
+                    format!("http://{host}:{port}/{path}")
+                }
+                None => settings.quit_url.clone(),
+            });
             wrapped.push(when.to_owned());
             wrapped.extend(
                 wrapped_original(&command)
@@ -1476,8 +1490,8 @@ pub fn quit_expectation(
         }
         [] => nothing(out),
         _ => {
-            // Several apps: none is wrapped, and a wrapper left from before
-            // is taken off, with its record.
+            // Several apps, or no quit endpoint: none is wrapped, and a
+            // wrapper left from before is taken off, with its record.
             for &i in &apps {
                 if let Some(original) = wrapped_original(&command(&out[i])) {
                     out[i]["command"] = json!(original);
