@@ -23,7 +23,7 @@
 //! would be a second `istio-proxy`, and the API server refuses the Pod.
 
 use crate::json::{Node, ShapeError};
-use crate::modes::target::{Outcome, RecordEdit, Target, Undone};
+use crate::modes::target::{ModeOutcome, RecordEdit, Target, Undone};
 use crate::names::{Kind, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_STATUS};
 use crate::record::{Annotated, Applied, Move};
 use crate::workload::Container;
@@ -36,13 +36,13 @@ pub const ISTIO_FIRST: [&str; 2] = ["istio-init", "istio-validation"];
 /// The init container of Istio's `enableCoreDump`, right after the proxy.
 pub const CORE_DUMP: &str = "enable-core-dump";
 
-pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
+pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     let view = t.object.view()?;
     // A user's "false" asks Istio for a classic proxy: their word stands.
     if native_annotation(view) == Some("false") {
-        return Ok(Outcome {
+        return Ok(ModeOutcome {
             warnings: twice_warning(view, &t.settings.sidecar_container_name),
-            ..Outcome::unchanged()
+            ..ModeOutcome::unchanged()
         });
     }
     match view.injection_status() {
@@ -80,10 +80,10 @@ fn ask_native(t: &mut Target) -> Result<(Option<Annotated>, bool), ShapeError> {
     }
 }
 
-fn request_native_injection(t: &mut Target) -> Result<Outcome, ShapeError> {
+fn request_native_injection(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     let (annotation, changed) = ask_native(t)?;
     let Some(annotation) = annotation else {
-        return Ok(Outcome::unchanged());
+        return Ok(ModeOutcome::unchanged());
     };
     // A proxy this mode moved stays recorded as moved, so that a later mode
     // can move it back.
@@ -94,7 +94,7 @@ fn request_native_injection(t: &mut Target) -> Result<Outcome, ShapeError> {
         }),
         _ => Applied::NativeAnnotation(annotation),
     };
-    Ok(Outcome {
+    Ok(ModeOutcome {
         changed,
         warnings: Vec::new(),
         record: RecordEdit::Set(applied),
@@ -154,7 +154,7 @@ fn twice_warning(view: &Workload, name: &str) -> Vec<String> {
 /// classic proxy only for the exact `"true"`), made the exact `"true"`.
 /// Recorded in the mode's record; a mode that recorded nothing (it applied
 /// nothing) asks for nothing.
-pub fn keep_native(t: &mut Target, outcome: &mut Outcome) -> Result<(), ShapeError> {
+pub fn keep_native(t: &mut Target, outcome: &mut ModeOutcome) -> Result<(), ShapeError> {
     let applied = match &outcome.record {
         RecordEdit::Set(applied) => applied.clone(),
         RecordEdit::Keep => match t.record {
@@ -176,6 +176,11 @@ pub fn keep_native(t: &mut Target, outcome: &mut Outcome) -> Result<(), ShapeErr
         Some(_) => native || view.injection_status().is_some() || view.has_container(name),
     };
     if !asks {
+        // A recorded edit no longer there (the annotation changed or gone
+        // since) is no longer the policy's to take back.
+        if applied.annotation().is_some() && native_annotation(view) != Some("true") {
+            outcome.record = RecordEdit::Set(applied.with_annotation(None));
+        }
         return Ok(());
     }
     let (annotation, changed) = ask_native(t)?;
@@ -339,7 +344,7 @@ fn move_injected_sidecar(
     t: &mut Target,
     at: StatusAt,
     status: &str,
-) -> Result<Outcome, ShapeError> {
+) -> Result<ModeOutcome, ShapeError> {
     let name = t.settings.sidecar_container_name.as_str();
     let is_sidecar = |c: &Container| c.name.as_deref() == Some(name);
     let view = t.object.view()?;
@@ -348,16 +353,16 @@ fn move_injected_sidecar(
         return match view.init_containers().iter().find(|c| is_sidecar(c)) {
             // Injected natively: only a re-injection must stay native.
             Some(c) if c.restart_policy.as_deref() == Some("Always") => request_native_injection(t),
-            Some(_) => Ok(Outcome::unchanged_because(format!(
+            Some(_) => Ok(ModeOutcome::unchanged_because(format!(
                 "init container {name} lacks restartPolicy: Always; left unchanged"
             ))),
-            None => Ok(Outcome::unchanged_because(format!(
+            None => Ok(ModeOutcome::unchanged_because(format!(
                 "injected pod template has no container {name}; left unchanged"
             ))),
         };
     };
     if containers.len() == 1 {
-        return Ok(Outcome::unchanged_because(format!(
+        return Ok(ModeOutcome::unchanged_because(format!(
             "{name} is the only container; left unchanged"
         )));
     }
@@ -366,7 +371,7 @@ fn move_injected_sidecar(
     // container of its name could not be told from it to be moved back.
     let init_named = view.init_containers().iter().any(is_sidecar);
     if init_named || containers.iter().filter(|c| is_sidecar(c)).count() > 1 {
-        return Ok(Outcome::unchanged_because(format!(
+        return Ok(ModeOutcome::unchanged_because(format!(
             "more than one container is named {name}; left unchanged"
         )));
     }
@@ -412,9 +417,9 @@ fn move_injected_sidecar(
         init_from,
         annotation,
     };
-    Ok(Outcome {
+    Ok(ModeOutcome {
         warnings,
-        ..Outcome::applied(Applied::NativeMove(moved))
+        ..ModeOutcome::applied(Applied::NativeMove(moved))
     })
 }
 

@@ -1341,6 +1341,10 @@ pub fn keep_native_edit(
         Some(_) => native || proxy_there(kind, o, &settings.sidecar),
     };
     if !asks {
+        // A recorded annotation edit no longer there is dropped.
+        if applied.annotation().is_some() && user != Some("true") {
+            return RecordEdit::Set(applied.with_annotation(None));
+        }
         return edit;
     }
     let asked = native_ask(user, current);
