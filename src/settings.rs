@@ -269,6 +269,35 @@ fn split_host_port(authority: &str) -> Option<(&str, Option<&str>)> {
     (!host.is_empty()).then_some((host, port))
 }
 
+impl Settings {
+    /// The settings a `validate` payload carries: absent, `null` or `{}`
+    /// mean the defaults. policy-server sends the same settings with every
+    /// request to the same instance: they are parsed once, then recognised
+    /// by their text.
+    pub fn from_payload(raw: Option<&serde_json::value::RawValue>) -> Result<Settings, String> {
+        let text = match raw.map(|r| r.get()) {
+            None | Some("null") | Some("{}") => return Ok(Settings::default()),
+            Some(text) => text,
+        };
+        LAST_SETTINGS.with(|last| {
+            let mut last = last.borrow_mut();
+            if let Some((seen, settings)) = last.as_ref() {
+                if seen == text {
+                    return Ok(settings.clone());
+                }
+            }
+            let settings = Settings::from_json_str(text)?;
+            *last = Some((text.to_owned(), settings.clone()));
+            Ok(settings)
+        })
+    }
+}
+
+thread_local! {
+    static LAST_SETTINGS: std::cell::RefCell<Option<(String, Settings)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

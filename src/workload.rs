@@ -7,7 +7,7 @@
 //! (docs/facts.md, "The journey of a workload"): so the status is read there
 //! too, on the CronJob and on the Job.
 
-use crate::json::{Node, Shape, ShapeError};
+use crate::json::{Expansion, Node, ShapeError};
 use crate::names::{
     Kind, ANNOTATION_APPLIED, ANNOTATION_MODE, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_OWNER_MODE,
     ANNOTATION_PROXY_CONFIG, ANNOTATION_QUIT_WRAPPED, ANNOTATION_STATUS, ANNOTATION_STATUS_PORT,
@@ -110,48 +110,48 @@ pub enum OwnerMode<'w> {
     Remove,
 }
 
-const META: Shape = Shape::Object(&[
-    ("annotations", Shape::Object(&[])),
-    ("labels", Shape::Object(&[])),
+const META: Expansion = Expansion::Object(&[
+    ("annotations", Expansion::Object(&[])),
+    ("labels", Expansion::Object(&[])),
 ]);
-const CONTAINERS: Shape = Shape::Items(&Shape::Object(&[]));
-const POD_SPEC: Shape =
-    Shape::Object(&[("containers", CONTAINERS), ("initContainers", CONTAINERS)]);
-const TEMPLATE: Shape = Shape::Object(&[("metadata", META), ("spec", POD_SPEC)]);
+const CONTAINERS: Expansion = Expansion::Items(&Expansion::Object(&[]));
+const POD_SPEC: Expansion =
+    Expansion::Object(&[("containers", CONTAINERS), ("initContainers", CONTAINERS)]);
+const TEMPLATE: Expansion = Expansion::Object(&[("metadata", META), ("spec", POD_SPEC)]);
 /// A Pod's spec is expanded one level only: most Pods are answered by
 /// `restartPolicy` alone, and their containers are read only when needed.
-const POD: Shape = Shape::Object(&[("metadata", META), ("spec", Shape::Object(&[]))]);
-const JOB: Shape = Shape::Object(&[
+const POD: Expansion = Expansion::Object(&[("metadata", META), ("spec", Expansion::Object(&[]))]);
+const JOB: Expansion = Expansion::Object(&[
     ("metadata", META),
-    ("spec", Shape::Object(&[("template", TEMPLATE)])),
+    ("spec", Expansion::Object(&[("template", TEMPLATE)])),
 ]);
-const CRON_JOB: Shape = Shape::Object(&[
+const CRON_JOB: Expansion = Expansion::Object(&[
     ("metadata", META),
     (
         "spec",
-        Shape::Object(&[(
+        Expansion::Object(&[(
             "jobTemplate",
-            Shape::Object(&[
+            Expansion::Object(&[
                 ("metadata", META),
-                ("spec", Shape::Object(&[("template", TEMPLATE)])),
+                ("spec", Expansion::Object(&[("template", TEMPLATE)])),
             ]),
         )]),
     ),
 ]);
 /// For a request whose kind comes after its object: every kind's paths.
-const ANY: Shape = Shape::Object(&[
+const ANY: Expansion = Expansion::Object(&[
     ("metadata", META),
     (
         "spec",
-        Shape::Object(&[
+        Expansion::Object(&[
             ("containers", CONTAINERS),
             ("initContainers", CONTAINERS),
             ("template", TEMPLATE),
             (
                 "jobTemplate",
-                Shape::Object(&[
+                Expansion::Object(&[
                     ("metadata", META),
-                    ("spec", Shape::Object(&[("template", TEMPLATE)])),
+                    ("spec", Expansion::Object(&[("template", TEMPLATE)])),
                 ]),
             ),
         ]),
@@ -160,7 +160,7 @@ const ANY: Shape = Shape::Object(&[
 
 /// The parts of an object of `kind` (any handled kind when unknown) that
 /// are expanded while the payload is read.
-pub fn shape(kind: Option<Kind>) -> &'static Shape {
+pub fn expansion(kind: Option<Kind>) -> &'static Expansion {
     match kind {
         Some(Kind::Pod) => &POD,
         Some(Kind::Job) => &JOB,

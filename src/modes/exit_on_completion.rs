@@ -7,14 +7,14 @@
 //! it, and breaks nothing elsewhere. The README says so.
 
 use crate::json::{Node, ShapeError};
-use crate::modes::target::{Outcome, Target, Undone};
+use crate::modes::target::{ModeOutcome, Target, Undone};
 use crate::names::{ANNOTATION_PROXY_CONFIG, EXIT_ON_JOB_COMPLETION as KEY};
 use crate::record::Applied;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_yaml::{Mapping, Value};
 use std::fmt;
 
-pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
+pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     let (merged, applied) = {
         let current = t
             .object
@@ -25,9 +25,9 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
             None => format!("{KEY}: true"),
             Some(text) => match merge(text) {
                 Ok(Some(merged)) => merged,
-                Ok(None) => return Ok(Outcome::unchanged()),
+                Ok(None) => return Ok(ModeOutcome::unchanged()),
                 Err(why) => {
-                    return Ok(Outcome::unchanged_because(format!(
+                    return Ok(ModeOutcome::unchanged_because(format!(
                         "{ANNOTATION_PROXY_CONFIG} left unchanged: {why}"
                     )))
                 }
@@ -42,7 +42,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
     };
     t.object
         .set_annotation(ANNOTATION_PROXY_CONFIG, Node::from_string(merged))?;
-    Ok(Outcome::applied(applied))
+    Ok(ModeOutcome::applied(applied))
 }
 
 /// The text `merged` has that `original` has not. Every merge inserts text

@@ -24,7 +24,7 @@
 //! apart with parameter expansion alone.
 
 use crate::json::{Node, ShapeError};
-use crate::modes::target::{Outcome, RecordEdit, Target, Undone};
+use crate::modes::target::{ModeOutcome, RecordEdit, Target, Undone};
 use crate::record::Applied;
 use crate::settings::quit_url_parts;
 use crate::warning;
@@ -46,7 +46,7 @@ pub const ON_SUCCESS: &str = "on-success";
 /// Elements the wrapper puts before the original command.
 pub const PREFIX_LEN: usize = 6;
 
-pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
+pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     // A proxy already injected as a native sidecar is wrapped for all the
     // same: Istio's injector renders a Pod that carries its status again,
     // classic unless the Pod or the mesh asks for native, and then only
@@ -97,12 +97,12 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         // Wrapped before, and up to date: only the record may be missing
         // (a wrapper from an earlier version, or a record taken off by hand).
         Some(_) if command[..PREFIX_LEN] == prefix => {
-            return Ok(Outcome {
+            return Ok(ModeOutcome {
                 record: match t.record {
                     Some(recorded) if *recorded == applied => RecordEdit::Keep,
                     _ => RecordEdit::Set(applied),
                 },
-                ..Outcome::unchanged()
+                ..ModeOutcome::unchanged()
             });
         }
         // Wrapped before, by other settings or an older script: only the
@@ -123,7 +123,7 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
     t.object
         .item("containers", index)?
         .set("command", Node::Array(wrapped))?;
-    Ok(Outcome::applied(applied))
+    Ok(ModeOutcome::applied(applied))
 }
 
 /// `SCRIPT` as a JSON string.
@@ -171,13 +171,13 @@ pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
 
 /// Nothing to wrap, and the user is told why; a record of this mode then
 /// describes nothing and goes.
-fn nothing_wrapped(t: &Target, why: String) -> Outcome {
-    Outcome {
+fn nothing_wrapped(t: &Target, why: String) -> ModeOutcome {
+    ModeOutcome {
         record: match t.record {
             Some(_) => RecordEdit::Remove,
             None => RecordEdit::Keep,
         },
-        ..Outcome::unchanged_because(why)
+        ..ModeOutcome::unchanged_because(why)
     }
 }
 
@@ -224,8 +224,8 @@ fn unwrap_all(
     t: &mut Target,
     apps: &[(usize, String)],
     why: String,
-) -> Result<Outcome, ShapeError> {
-    let mut outcome = Outcome::unchanged_because(why);
+) -> Result<ModeOutcome, ShapeError> {
+    let mut outcome = ModeOutcome::unchanged_because(why);
     for &(index, _) in apps {
         let container = t.object.item("containers", index)?;
         let Some(command) = read_command(container)? else {
@@ -287,10 +287,10 @@ mod tests {
     /// The record of a wrapped container named `app`.
     const RECORD_APP: &str = r#"{"mode":"quitEndpoint","container":"app"}"#;
 
-    fn changed() -> Outcome {
-        Outcome {
+    fn changed() -> ModeOutcome {
+        ModeOutcome {
             changed: true,
-            ..Outcome::default()
+            ..ModeOutcome::default()
         }
     }
 
@@ -307,7 +307,7 @@ mod tests {
     }
 
     /// The mode as the policy applies it, record included.
-    fn run_with(kind: Kind, object: &Value, settings: &Settings) -> (Outcome, Value) {
+    fn run_with(kind: Kind, object: &Value, settings: &Settings) -> (ModeOutcome, Value) {
         let text = object.to_string();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
         let mut node = Node::raw(raw);
@@ -318,15 +318,15 @@ mod tests {
             Some(Mode::QuitEndpoint),
         )
         .unwrap();
-        let outcome = Outcome {
+        let outcome = ModeOutcome {
             changed,
             warnings,
-            ..Outcome::default()
+            ..ModeOutcome::default()
         };
         (outcome, node.to_value().unwrap())
     }
 
-    fn run(kind: Kind, object: &Value) -> (Outcome, Value) {
+    fn run(kind: Kind, object: &Value) -> (ModeOutcome, Value) {
         run_with(kind, object, &Settings::default())
     }
 
@@ -374,7 +374,7 @@ mod tests {
         object["spec"]["template"]["metadata"] = Value::Null;
         assert_eq!(back, object);
         // A second pass changes nothing.
-        assert_eq!(run(Kind::Job, &out), (Outcome::unchanged(), out));
+        assert_eq!(run(Kind::Job, &out), (ModeOutcome::unchanged(), out));
     }
 
     #[rstest]
@@ -447,7 +447,7 @@ mod tests {
             out["metadata"]["annotations"],
             json!({"team": "a", ANNOTATION_APPLIED: RECORD_APP})
         );
-        assert_eq!(run(Kind::Pod, &out), (Outcome::unchanged(), out));
+        assert_eq!(run(Kind::Pod, &out), (ModeOutcome::unchanged(), out));
     }
 
     #[test]
@@ -552,7 +552,7 @@ mod tests {
         assert_eq!(outcome, changed());
         let c = &out["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(c["command"][4], "http://127.0.0.1:15120/quitquitquit");
-        assert_eq!(run(Kind::Job, &out), (Outcome::unchanged(), out));
+        assert_eq!(run(Kind::Job, &out), (ModeOutcome::unchanged(), out));
     }
 
     /// Port "0": pilot-agent has no status server, so nothing can end the

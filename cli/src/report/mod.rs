@@ -14,8 +14,8 @@ pub use table::{table, Style};
 use std::collections::{BTreeMap, HashMap};
 
 use istio_job_sidecar_policy::decide::Skip;
-use istio_job_sidecar_policy::policy::Verdict;
 use istio_job_sidecar_policy::names::Kind;
+use istio_job_sidecar_policy::policy::Verdict;
 use serde_json::{json, Value};
 
 use crate::config::{Config, Sent};
