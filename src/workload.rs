@@ -304,9 +304,12 @@ impl<'a> Workload<'a> {
             .or_else(|| kube_injected.and_then(|(at, m)| status(m).map(|s| (at, s))))
     }
 
-    /// `status.sidecar.istio.io/port` when it is a port number: on the
+    /// `status.sidecar.istio.io/port`, when the pod sets it: on the
     /// template, else where the injection status of a kube-injected
-    /// CronJob is (its jobTemplate, or its Job's own metadata).
+    /// CronJob is (its jobTemplate, or its Job's own metadata). A value that
+    /// is no port number is 0, no status server, as pilot-agent reads it
+    /// (`pilot/cmd/pilot-agent/config/config.go`, `applyAnnotations`:
+    /// `strconv.Atoi`'s 0 on an error; Istio's injector refuses such a Pod).
     pub fn status_port(&self) -> Option<u16> {
         let kube_injected = match self.kind {
             Kind::CronJob => &self.job_template_meta,
@@ -316,7 +319,7 @@ impl<'a> Workload<'a> {
         [&self.template_meta, kube_injected]
             .into_iter()
             .find_map(|m| m.annotations.as_ref()?.status_port.as_deref())
-            .and_then(|port| port.parse().ok())
+            .map(|port| port.parse().unwrap_or(0))
     }
 
     /// Istio's injector will not inject this pod, read as Istio reads it
@@ -661,6 +664,21 @@ mod tests {
                 Some((StatusAt::Object, "{\"containers\":[\"istio-proxy\"]}"))
             );
             assert_eq!(w.status_port(), Some(15120));
+        });
+    }
+
+    /// pilot-agent reads a status port that is no port number as 0: no
+    /// status server.
+    #[rstest]
+    #[case::a_port("15120", Some(15120))]
+    #[case::off("0", Some(0))]
+    #[case::not_a_number("status", Some(0))]
+    #[case::out_of_range("70000", Some(0))]
+    #[case::negative("-1", Some(0))]
+    fn the_status_port_as_pilot_agent_reads_it(#[case] value: &str, #[case] port: Option<u16>) {
+        let own = json!({"annotations": {"status.sidecar.istio.io/port": value}});
+        read(Kind::Job, job(json!({}), own, json!({})), |w| {
+            assert_eq!(w.status_port(), port);
         });
     }
 }

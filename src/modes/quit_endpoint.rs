@@ -191,9 +191,10 @@ fn string_array(strings: &[String]) -> serde_json::Value {
     )
 }
 
-/// Said when the pod turns pilot-agent's status server off.
+/// Said when the pod turns pilot-agent's status server off (`"0"`, or a
+/// value that is no port number).
 const NO_STATUS_SERVER: &str =
-    "quitEndpoint: status.sidecar.istio.io/port \"0\", no quit endpoint: not wrapped; consider nativeSidecar";
+    "quitEndpoint: no status server (status.sidecar.istio.io/port): not wrapped; use nativeSidecar";
 
 /// The URL the wrapper posts: `quitUrl` on the pod's status port when it
 /// names one (not 0), else on `quitUrl`'s own port (80 when it names none),
