@@ -329,8 +329,8 @@ pub fn status_port(kind: Kind, object: &Value) -> u16 {
 }
 
 /// `status.sidecar.istio.io/port` when the pod sets it; a value that is no
-/// port number is 0, as pilot-agent reads it (docs/facts.md, "pilot-agent's
-/// quit endpoint").
+/// port number is 0, as pilot-agent reads it
+/// (docs/facts.md, "pilot-agent's quit endpoint").
 fn pods_status_port(kind: Kind, object: &Value) -> Option<u16> {
     let t = template_pointer(kind);
     // Where the injection status of a kube-injected CronJob is: its
