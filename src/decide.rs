@@ -1,9 +1,12 @@
-//! The decision table, as a pure function over plain data: what the
-//! policy does with a request, before it looks at how. One arm per row;
-//! the rstest table below has the same rows.
+//! The decision table, as pure functions over plain data: what the policy
+//! does with a request, before it looks at how. The README's rows ("What is
+//! mutated, and what never is") are read in the order a request meets
+//! them: by kind and operation (`by_operation`), by a Pod's restart policy
+//! (`by_request`), then by the workload's mode and whether Istio injects it
+//! (`decide`, `workload_mode`). The rstest table below has one case a row.
 
+use crate::names::{Kind, ANNOTATION_MODE};
 use crate::settings::{Mode, Settings};
-use crate::view::{Kind, ANNOTATION_MODE};
 use crate::warning;
 
 /// Value of `istio-job-sidecar/mode` that turns the policy off for a workload.

@@ -236,33 +236,33 @@ impl Serialize for Node<'_> {
 /// decision or a mode needs come out of the one pass over the payload, and
 /// everything else stays raw.
 #[derive(Debug)]
-pub enum Shape {
+pub enum Expansion {
     /// Keep raw.
     Raw,
     /// An object: the named members expanded by their shape, others raw.
-    Object(&'static [(&'static str, Shape)]),
+    Object(&'static [(&'static str, Expansion)]),
     /// An array whose items all have this shape.
-    Items(&'static Shape),
+    Items(&'static Expansion),
 }
 
-/// Reads one value, expanded as `Shape` says. A value of another type than
+/// Reads one value, expanded as `Expansion` says. A value of another type than
 /// the shape expects is kept as a `Node::Value`: readers then report the
 /// shape error, and such an object is never written back.
 #[derive(Clone, Copy)]
-pub struct Expand(pub &'static Shape);
+pub struct Expand(pub &'static Expansion);
 
 impl<'de> DeserializeSeed<'de> for Expand {
     type Value = Node<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node<'de>, D::Error> {
         match self.0 {
-            Shape::Raw => <&'de RawValue>::deserialize(deserializer).map(Node::Raw),
-            shape => deserializer.deserialize_any(ExpandVisitor(shape)),
+            Expansion::Raw => <&'de RawValue>::deserialize(deserializer).map(Node::Raw),
+            expansion => deserializer.deserialize_any(ExpandVisitor(expansion)),
         }
     }
 }
 
-struct ExpandVisitor(&'static Shape);
+struct ExpandVisitor(&'static Expansion);
 
 impl<'de> Visitor<'de> for ExpandVisitor {
     type Value = Node<'de>;
@@ -272,8 +272,8 @@ impl<'de> Visitor<'de> for ExpandVisitor {
     }
 
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Node<'de>, M::Error> {
-        let children: &[(&str, Shape)] = match self.0 {
-            Shape::Object(children) => children,
+        let children: &[(&str, Expansion)] = match self.0 {
+            Expansion::Object(children) => children,
             _ => &[],
         };
         let mut members = Vec::with_capacity(map.size_hint().unwrap_or(8));
@@ -289,8 +289,8 @@ impl<'de> Visitor<'de> for ExpandVisitor {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
         let item = match self.0 {
-            Shape::Items(item) => item,
-            _ => &Shape::Raw,
+            Expansion::Items(item) => item,
+            _ => &Expansion::Raw,
         };
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(8));
         while let Some(node) = seq.next_element_seed(Expand(item))? {

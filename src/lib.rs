@@ -5,13 +5,13 @@
 pub mod decide;
 pub mod json;
 pub mod modes;
+pub mod names;
+pub mod object;
 pub mod policy;
 pub mod record;
 pub mod request;
 pub mod response;
 pub mod settings;
-pub mod template;
-pub mod view;
 pub mod warning;
 pub mod workload;
 

@@ -5,13 +5,13 @@
 use crate::decide::{self, decide, Facts, Plan, Skip};
 use crate::json::{Node, ShapeError};
 use crate::modes::change::undo_then_apply;
-use crate::modes::one_proxy;
+use crate::modes::{one_proxy, owner_mode};
+use crate::names::{Kind, NEVER_INJECTED_NAMESPACES};
+use crate::object::Object;
 use crate::request::Request;
 use crate::response;
 use crate::settings::{Mode, Settings};
-use crate::template::Template;
-use crate::view::{Kind, ANNOTATION_OWNER_MODE, NEVER_INJECTED_NAMESPACES};
-use crate::workload::{self, OwnerMode};
+use crate::workload;
 
 /// The `validate` answer for a raw payload (JSON `ValidationResponse` bytes).
 pub fn evaluate(payload: &[u8]) -> Vec<u8> {
@@ -46,21 +46,22 @@ pub enum Verdict {
 pub fn explain(payload: &[u8]) -> Explained {
     let (answer, verdict) = answer(payload);
     let response = match answer {
-        Answer::Accept(warnings) => response::accept(&warnings),
-        Answer::Mutate(object, warnings) => response::mutate(&object, &warnings, payload.len()),
+        Reply::Accept(warnings) => response::accept(&warnings),
+        Reply::Mutate(object, warnings) => response::mutate(&object, &warnings, payload.len()),
     };
     Explained { verdict, response }
 }
 
-/// The decision, before it is written out.
+/// The policy's reply, before it is written out: accepted as it came, or
+/// with the object it was edited into.
 #[derive(Debug)]
-pub enum Answer<'a> {
+pub enum Reply<'a> {
     Accept(Vec<String>),
     Mutate(Node<'a>, Vec<String>),
 }
 
-pub fn answer(payload: &[u8]) -> (Answer<'_>, Verdict) {
-    let not_understood = |why: String| (Answer::Accept(vec![why]), Verdict::NotUnderstood);
+pub fn answer(payload: &[u8]) -> (Reply<'_>, Verdict) {
+    let not_understood = |why: String| (Reply::Accept(vec![why]), Verdict::NotUnderstood);
     // One reader type (str) for every parse keeps one copy of serde_json's
     // parser in the module; UTF-8 is checked once, here.
     let Ok(text) = std::str::from_utf8(payload) else {
@@ -86,9 +87,9 @@ pub fn answer(payload: &[u8]) -> (Answer<'_>, Verdict) {
         (Some(kind), None) => {
             let verdict =
                 decide::by_operation(kind, operation).map_or(Verdict::NotHandled, Verdict::Skip);
-            return (Answer::Accept(Vec::new()), verdict);
+            return (Reply::Accept(Vec::new()), verdict);
         }
-        (None, _) => return (Answer::Accept(Vec::new()), Verdict::NotHandled),
+        (None, _) => return (Reply::Accept(Vec::new()), Verdict::NotHandled),
     };
     let unexpected = |why: &str| {
         not_understood(format!(
@@ -105,42 +106,42 @@ pub fn answer(payload: &[u8]) -> (Answer<'_>, Verdict) {
         _ => None,
     };
     if let Some(skip) = decide::by_request(kind, operation, restart_policy.as_deref()) {
-        return (Answer::Accept(Vec::new()), Verdict::Skip(skip));
+        return (Reply::Accept(Vec::new()), Verdict::Skip(skip));
     }
-    let settings = match read_settings(request.settings) {
+    let settings = match Settings::from_payload(request.settings) {
         Ok(s) => s,
         Err(why) => return not_understood(format!("invalid settings, nothing done: {why}")),
     };
-    let edited = {
-        let mut template = match Template::read(kind, &mut object) {
-            Ok(Some(t)) => t,
+    let outcome = {
+        let mut edited = match Object::read(kind, &mut object) {
+            Ok(Some(handle)) => handle,
             Ok(None) => return unexpected("no pod template"),
             Err(why) => return unexpected(&why),
         };
         let namespace = request.namespace.as_deref();
-        match decide_and_edit(&mut template, operation, namespace, &settings) {
-            Ok(edited) => edited,
+        match decide_and_edit(&mut edited, operation, namespace, &settings) {
+            Ok(outcome) => outcome,
             Err(e) => return unexpected(&e.to_string()),
         }
     };
-    let (changed, warnings, verdict) = edited;
+    let (changed, warnings, verdict) = outcome;
     if changed {
-        (Answer::Mutate(object, warnings), verdict)
+        (Reply::Mutate(object, warnings), verdict)
     } else {
-        (Answer::Accept(warnings), verdict)
+        (Reply::Accept(warnings), verdict)
     }
 }
 
 /// Decide on the object the handle holds and make the edits: whether it
 /// changed, the warnings, the verdict.
 fn decide_and_edit(
-    template: &mut Template,
+    object: &mut Object,
     operation: &str,
     namespace: Option<&str>,
     settings: &Settings,
 ) -> Result<(bool, Vec<String>, Verdict), ShapeError> {
-    let kind = template.kind();
-    let view = template.view()?;
+    let kind = object.kind();
+    let view = object.view()?;
     let never_injected = namespace.is_some_and(|ns| NEVER_INJECTED_NAMESPACES.contains(&ns));
     let facts = Facts {
         kind,
@@ -156,40 +157,19 @@ fn decide_and_edit(
         Plan::Apply(mode) => (Some(mode), Verdict::Apply(mode)),
         Plan::Skip(skip) => (None, Verdict::Skip(skip)),
     };
-    // The mode the owner asked for on its own metadata goes down to the pod
-    // template, the only metadata every Job and Pod made from it carries;
-    // a pod Istio will not inject needs none.
-    let owner_mode = match plan {
-        Plan::Skip(Skip::InjectionOff) => None,
-        _ if !settings.workload_override => None,
-        _ => view.owner_mode_edit().map(|edit| match edit {
-            OwnerMode::Set(value) => Some(value.to_owned()),
-            OwnerMode::Remove => None,
-        }),
-    };
+    let owner_mode = owner_mode::wanted(view, &plan, settings);
     let name = settings.sidecar_container_name.as_str();
     let twice = one_proxy::twice(view, name).is_some();
     if wanted.is_none() && owner_mode.is_none() && !view.has_record() && !twice {
         return Ok((false, warnings, verdict));
     }
-    let (mut changed, more) = undo_then_apply(template, settings, wanted)?;
+    let (mut changed, more) = undo_then_apply(object, settings, wanted)?;
     warnings.extend(more);
     if let Some(value) = owner_mode {
-        carry_owner_mode(template, value)?;
+        owner_mode::carry(object, value)?;
         changed = true;
     }
     Ok((changed, warnings, verdict))
-}
-
-/// Set (or, for `None`, remove) `istio-job-sidecar/owner-mode` on the pod
-/// template.
-fn carry_owner_mode(template: &mut Template, value: Option<String>) -> Result<(), ShapeError> {
-    match value {
-        Some(value) => template.set_annotation(ANNOTATION_OWNER_MODE, Node::from_string(value)),
-        None => template
-            .remove_annotations(&[ANNOTATION_OWNER_MODE])
-            .map(|_| ()),
-    }
 }
 
 /// A serde error without its "at line L column C": positions in the
@@ -200,31 +180,6 @@ fn without_position(e: &serde_json::Error) -> String {
         Some(i) => text[..i].to_owned(),
         None => text,
     }
-}
-
-fn read_settings(raw: Option<&serde_json::value::RawValue>) -> Result<Settings, String> {
-    let text = match raw.map(|r| r.get()) {
-        None | Some("null") | Some("{}") => return Ok(Settings::default()),
-        Some(text) => text,
-    };
-    // policy-server sends the same settings with every request to the same
-    // instance: they are parsed once, then recognised by their text.
-    LAST_SETTINGS.with(|last| {
-        let mut last = last.borrow_mut();
-        if let Some((seen, settings)) = last.as_ref() {
-            if seen == text {
-                return Ok(settings.clone());
-            }
-        }
-        let settings = Settings::from_json_str(text)?;
-        *last = Some((text.to_owned(), settings.clone()));
-        Ok(settings)
-    })
-}
-
-thread_local! {
-    static LAST_SETTINGS: std::cell::RefCell<Option<(String, Settings)>> =
-        const { std::cell::RefCell::new(None) };
 }
 
 #[cfg(test)]

@@ -34,8 +34,8 @@
 //! versions is read as a quitEndpoint record and replaced on the next pass.
 
 use crate::json::Node;
+use crate::names::{ANNOTATION_NATIVE_SIDECAR, EXIT_ON_JOB_COMPLETION as KEY};
 use crate::settings::Mode;
-use crate::view::{ANNOTATION_NATIVE_SIDECAR, EXIT_ON_JOB_COMPLETION as KEY};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use std::borrow::Cow;

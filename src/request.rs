@@ -3,7 +3,7 @@
 //! Only `request.kind`, `request.operation`, `request.namespace`,
 //! `settings` and the parts of
 //! `request.object` a decision or a mode needs are looked at; the object is
-//! expanded along the paths of its kind (`workload::shape`) and everything
+//! expanded along the paths of its kind (`workload::expansion`) and everything
 //! else stays raw, borrowed from the payload. When the kind and operation,
 //! read before the object, already say "nothing to do", the object is only
 //! scanned, never built: which pairs those are is the caller's rule
@@ -13,7 +13,7 @@
 //! operation before the object too.
 
 use crate::json::{Expand, Key, Node};
-use crate::view::Kind;
+use crate::names::Kind;
 use crate::workload;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
@@ -122,12 +122,12 @@ impl<'de> Visitor<'de> for RequestSeed<'_, 'de, '_> {
                 }
                 "object" => {
                     let wanted = match (kind_seen, request.kind) {
-                        (false, _) => Some(workload::shape(None)),
+                        (false, _) => Some(workload::expansion(None)),
                         (true, None) => None,
                         (true, Some(kind)) => {
                             let operation = request.operation.as_deref();
                             let skipped = operation.is_some_and(|op| skip(kind, op));
-                            (!skipped).then(|| workload::shape(Some(kind)))
+                            (!skipped).then(|| workload::expansion(Some(kind)))
                         }
                     };
                     request.object = match wanted {

@@ -192,8 +192,9 @@ fn validate_container_name(s: &str) -> Result<(), String> {
 /// pilot-agent, never leave the pod. Returns the URL as it will be called.
 ///
 /// Checked by hand rather than with the `url` crate: its IDNA tables would
-/// add about 200 KB to a module whose whole budget is 400 KiB, for URLs that
-/// may only name 127.0.0.0/8, localhost or [::1].
+/// weigh more than the rest of the module's settings code many times over
+/// (its size budget: the Makefile's `size-check`), for URLs that may only
+/// name 127.0.0.0/8, localhost or [::1].
 fn validate_quit_url(s: &str) -> Result<String, String> {
     let rest = s
         .get(..7)
@@ -267,6 +268,35 @@ fn split_host_port(authority: &str) -> Option<(&str, Option<&str>)> {
         }
     };
     (!host.is_empty()).then_some((host, port))
+}
+
+impl Settings {
+    /// The settings a `validate` payload carries: absent, `null` or `{}`
+    /// mean the defaults. policy-server sends the same settings with every
+    /// request to the same instance: they are parsed once, then recognised
+    /// by their text.
+    pub fn from_payload(raw: Option<&serde_json::value::RawValue>) -> Result<Settings, String> {
+        let text = match raw.map(|r| r.get()) {
+            None | Some("null") | Some("{}") => return Ok(Settings::default()),
+            Some(text) => text,
+        };
+        LAST_SETTINGS.with(|last| {
+            let mut last = last.borrow_mut();
+            if let Some((seen, settings)) = last.as_ref() {
+                if seen == text {
+                    return Ok(settings.clone());
+                }
+            }
+            let settings = Settings::from_json_str(text)?;
+            *last = Some((text.to_owned(), settings.clone()));
+            Ok(settings)
+        })
+    }
+}
+
+thread_local! {
+    static LAST_SETTINGS: std::cell::RefCell<Option<(String, Settings)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 #[cfg(test)]

@@ -7,10 +7,78 @@
 //! (docs/facts.md, "The journey of a workload"): so the status is read there
 //! too, on the CronJob and on the Job.
 
-use crate::json::{Node, Shape, ShapeError};
+use crate::json::{Expansion, Node, ShapeError};
+use crate::names::{
+    Kind, ANNOTATION_APPLIED, ANNOTATION_MODE, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_OWNER_MODE,
+    ANNOTATION_PROXY_CONFIG, ANNOTATION_QUIT_WRAPPED, ANNOTATION_STATUS, ANNOTATION_STATUS_PORT,
+    INJECT,
+};
 use crate::record::Record;
-use crate::view::{Annotations, Container, Kind, Labels, Meta, PodSpec, INJECT};
 use std::borrow::Cow;
+
+/// The annotations and labels decisions read of a metadata; all others are
+/// skipped.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Meta<'a> {
+    pub annotations: Option<Annotations<'a>>,
+    pub labels: Option<Labels<'a>>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Annotations<'a> {
+    pub mode: Option<Cow<'a, str>>,
+    pub owner_mode: Option<Cow<'a, str>>,
+    pub applied: Option<Cow<'a, str>>,
+    pub quit_wrapped: Option<Cow<'a, str>>,
+    pub status: Option<Cow<'a, str>>,
+    pub native_sidecar: Option<Cow<'a, str>>,
+    pub proxy_config: Option<Cow<'a, str>>,
+    pub status_port: Option<Cow<'a, str>>,
+    pub inject: Option<Cow<'a, str>>,
+}
+
+impl<'a> Annotations<'a> {
+    /// The field for annotation `key`, if it is one decisions read.
+    pub fn field(&mut self, key: &str) -> Option<&mut Option<Cow<'a, str>>> {
+        Some(match key {
+            ANNOTATION_MODE => &mut self.mode,
+            ANNOTATION_OWNER_MODE => &mut self.owner_mode,
+            ANNOTATION_APPLIED => &mut self.applied,
+            ANNOTATION_QUIT_WRAPPED => &mut self.quit_wrapped,
+            ANNOTATION_STATUS => &mut self.status,
+            ANNOTATION_NATIVE_SIDECAR => &mut self.native_sidecar,
+            ANNOTATION_PROXY_CONFIG => &mut self.proxy_config,
+            ANNOTATION_STATUS_PORT => &mut self.status_port,
+            INJECT => &mut self.inject,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Labels<'a> {
+    /// `sidecar.istio.io/inject`; `Some("")` when present and empty, which
+    /// Istio reads differently from absent.
+    pub inject: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PodSpec<'a> {
+    pub restart_policy: Option<Cow<'a, str>>,
+    /// `hostNetwork: true`: Istio never injects such a pod.
+    pub host_network: bool,
+    pub containers: Option<Vec<Container<'a>>>,
+    pub init_containers: Option<Vec<Container<'a>>>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Container<'a> {
+    pub name: Option<Cow<'a, str>>,
+    pub restart_policy: Option<Cow<'a, str>>,
+    /// Whether the container sets `command` (its content is read by the mode
+    /// that needs it, from the object itself).
+    pub has_command: bool,
+}
 
 /// What decisions and modes read of a handled object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,48 +110,48 @@ pub enum OwnerMode<'w> {
     Remove,
 }
 
-const META: Shape = Shape::Object(&[
-    ("annotations", Shape::Object(&[])),
-    ("labels", Shape::Object(&[])),
+const META: Expansion = Expansion::Object(&[
+    ("annotations", Expansion::Object(&[])),
+    ("labels", Expansion::Object(&[])),
 ]);
-const CONTAINERS: Shape = Shape::Items(&Shape::Object(&[]));
-const POD_SPEC: Shape =
-    Shape::Object(&[("containers", CONTAINERS), ("initContainers", CONTAINERS)]);
-const TEMPLATE: Shape = Shape::Object(&[("metadata", META), ("spec", POD_SPEC)]);
+const CONTAINERS: Expansion = Expansion::Items(&Expansion::Object(&[]));
+const POD_SPEC: Expansion =
+    Expansion::Object(&[("containers", CONTAINERS), ("initContainers", CONTAINERS)]);
+const TEMPLATE: Expansion = Expansion::Object(&[("metadata", META), ("spec", POD_SPEC)]);
 /// A Pod's spec is expanded one level only: most Pods are answered by
 /// `restartPolicy` alone, and their containers are read only when needed.
-const POD: Shape = Shape::Object(&[("metadata", META), ("spec", Shape::Object(&[]))]);
-const JOB: Shape = Shape::Object(&[
+const POD: Expansion = Expansion::Object(&[("metadata", META), ("spec", Expansion::Object(&[]))]);
+const JOB: Expansion = Expansion::Object(&[
     ("metadata", META),
-    ("spec", Shape::Object(&[("template", TEMPLATE)])),
+    ("spec", Expansion::Object(&[("template", TEMPLATE)])),
 ]);
-const CRON_JOB: Shape = Shape::Object(&[
+const CRON_JOB: Expansion = Expansion::Object(&[
     ("metadata", META),
     (
         "spec",
-        Shape::Object(&[(
+        Expansion::Object(&[(
             "jobTemplate",
-            Shape::Object(&[
+            Expansion::Object(&[
                 ("metadata", META),
-                ("spec", Shape::Object(&[("template", TEMPLATE)])),
+                ("spec", Expansion::Object(&[("template", TEMPLATE)])),
             ]),
         )]),
     ),
 ]);
 /// For a request whose kind comes after its object: every kind's paths.
-const ANY: Shape = Shape::Object(&[
+const ANY: Expansion = Expansion::Object(&[
     ("metadata", META),
     (
         "spec",
-        Shape::Object(&[
+        Expansion::Object(&[
             ("containers", CONTAINERS),
             ("initContainers", CONTAINERS),
             ("template", TEMPLATE),
             (
                 "jobTemplate",
-                Shape::Object(&[
+                Expansion::Object(&[
                     ("metadata", META),
-                    ("spec", Shape::Object(&[("template", TEMPLATE)])),
+                    ("spec", Expansion::Object(&[("template", TEMPLATE)])),
                 ]),
             ),
         ]),
@@ -92,7 +160,7 @@ const ANY: Shape = Shape::Object(&[
 
 /// The parts of an object of `kind` (any handled kind when unknown) that
 /// are expanded while the payload is read.
-pub fn shape(kind: Option<Kind>) -> &'static Shape {
+pub fn expansion(kind: Option<Kind>) -> &'static Expansion {
     match kind {
         Some(Kind::Pod) => &POD,
         Some(Kind::Job) => &JOB,
@@ -131,7 +199,7 @@ impl<'a> Workload<'a> {
             return Ok(None);
         };
         let at_spec = root.key("spec");
-        let (owner, at_owner) = match kind {
+        let (job_spec, at_job_spec) = match kind {
             Kind::CronJob => {
                 let Some(job_template) = member(spec, &at_spec, "jobTemplate")? else {
                     return Ok(None);
@@ -145,10 +213,10 @@ impl<'a> Workload<'a> {
             }
             _ => (spec, at_spec),
         };
-        let Some(template) = member(owner, &at_owner, "template")? else {
+        let Some(template) = member(job_spec, &at_job_spec, "template")? else {
             return Ok(None);
         };
-        let at = at_owner.key("template");
+        let at = at_job_spec.key("template");
         workload.template_meta = read_meta(template, &at)?;
         workload.spec = read_spec(template, &at)?;
         Ok(Some(workload))
@@ -226,29 +294,32 @@ impl<'a> Workload<'a> {
         fn status<'m>(m: &'m Meta) -> Option<&'m str> {
             m.annotations.as_ref().and_then(|a| a.status.as_deref())
         }
-        let owner = match self.kind {
+        let kube_injected = match self.kind {
             Kind::CronJob => Some((StatusAt::JobTemplate, &self.job_template_meta)),
             Kind::Job => Some((StatusAt::Object, &self.object_meta)),
             Kind::Pod => None,
         };
         status(&self.template_meta)
             .map(|s| (StatusAt::Template, s))
-            .or_else(|| owner.and_then(|(at, m)| status(m).map(|s| (at, s))))
+            .or_else(|| kube_injected.and_then(|(at, m)| status(m).map(|s| (at, s))))
     }
 
-    /// `status.sidecar.istio.io/port` when it is a port number: on the
+    /// `status.sidecar.istio.io/port`, when the pod sets it: on the
     /// template, else where the injection status of a kube-injected
-    /// CronJob is (its jobTemplate, or its Job's own metadata).
+    /// CronJob is (its jobTemplate, or its Job's own metadata). A value that
+    /// is no port number is 0, no status server, as pilot-agent reads it
+    /// (`pilot/cmd/pilot-agent/config/config.go`, `applyAnnotations`:
+    /// `strconv.Atoi`'s 0 on an error; Istio's injector refuses such a Pod).
     pub fn status_port(&self) -> Option<u16> {
-        let owner = match self.kind {
+        let kube_injected = match self.kind {
             Kind::CronJob => &self.job_template_meta,
             Kind::Job => &self.object_meta,
             Kind::Pod => &self.template_meta,
         };
-        [&self.template_meta, owner]
+        [&self.template_meta, kube_injected]
             .into_iter()
             .find_map(|m| m.annotations.as_ref()?.status_port.as_deref())
-            .and_then(|port| port.parse().ok())
+            .map(|port| port.parse().unwrap_or(0))
     }
 
     /// Istio's injector will not inject this pod, read as Istio reads it
@@ -365,10 +436,10 @@ fn owner_mode_of<'m>(m: &'m Meta) -> Option<&'m str> {
     m.annotations.as_ref().and_then(|a| a.owner_mode.as_deref())
 }
 
-/// The annotations and labels decisions read, of `owner.metadata`.
-fn read_meta<'a>(owner: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
+/// The annotations and labels decisions read, of `parent.metadata`.
+fn read_meta<'a>(parent: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
     let mut meta = Meta::default();
-    let Some(metadata) = member(owner, at, "metadata")? else {
+    let Some(metadata) = member(parent, at, "metadata")? else {
         return Ok(meta);
     };
     let at = at.key("metadata");
@@ -395,9 +466,9 @@ fn read_meta<'a>(owner: &mut Node<'a>, at: &Path) -> Result<Meta<'a>, String> {
     Ok(meta)
 }
 
-/// `restartPolicy` and the containers of `owner.spec`.
-fn read_spec<'a>(owner: &mut Node<'a>, at: &Path) -> Result<PodSpec<'a>, String> {
-    let Some(spec) = member(owner, at, "spec")? else {
+/// `restartPolicy` and the containers of `parent.spec`.
+fn read_spec<'a>(parent: &mut Node<'a>, at: &Path) -> Result<PodSpec<'a>, String> {
+    let Some(spec) = member(parent, at, "spec")? else {
         return Ok(PodSpec::default());
     };
     let at = at.key("spec");
@@ -593,6 +664,21 @@ mod tests {
                 Some((StatusAt::Object, "{\"containers\":[\"istio-proxy\"]}"))
             );
             assert_eq!(w.status_port(), Some(15120));
+        });
+    }
+
+    /// pilot-agent reads a status port that is no port number as 0: no
+    /// status server.
+    #[rstest]
+    #[case::a_port("15120", Some(15120))]
+    #[case::off("0", Some(0))]
+    #[case::not_a_number("status", Some(0))]
+    #[case::out_of_range("70000", Some(0))]
+    #[case::negative("-1", Some(0))]
+    fn the_status_port_as_pilot_agent_reads_it(#[case] value: &str, #[case] port: Option<u16>) {
+        let own = json!({"annotations": {"status.sidecar.istio.io/port": value}});
+        read(Kind::Job, job(json!({}), own, json!({})), |w| {
+            assert_eq!(w.status_port(), port);
         });
     }
 }

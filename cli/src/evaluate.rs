@@ -7,8 +7,8 @@
 //! are the policy's; the rest only describes them.
 
 use istio_job_sidecar_policy::decide::Skip;
+use istio_job_sidecar_policy::names::{Kind, ANNOTATION_APPLIED};
 use istio_job_sidecar_policy::policy::{explain, Verdict};
-use istio_job_sidecar_policy::view::{Kind, ANNOTATION_APPLIED};
 use policy_testkit::journey::admission_request;
 use policy_testkit::{check_answer, payload, Order};
 use serde_json::{json, Value};

@@ -23,7 +23,7 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 
-use istio_job_sidecar_policy::view::Kind;
+use istio_job_sidecar_policy::names::Kind;
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::value::RawValue;

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Instant;
 
-use istio_job_sidecar_policy::view::Kind;
+use istio_job_sidecar_policy::names::Kind;
 use policy_testkit::controllers::{job_from_cronjob, pod_from_job};
 use serde_json::{Map, Value};
 

@@ -11,23 +11,23 @@
 use crate::json::{Node, ShapeError};
 use crate::modes::target::{RecordEdit, Target, Undone};
 use crate::modes::{apply, native_sidecar, one_proxy, undo};
+use crate::names::{ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
+use crate::object::Object;
 use crate::record::Record;
 use crate::settings::{Mode, Settings};
-use crate::template::Template;
-use crate::view::{ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
 use crate::warning;
 
 /// Take back what another mode's record says it did, then apply `wanted`.
 /// Returns whether the object changed, and the warnings.
 pub fn undo_then_apply(
-    template: &mut Template,
+    object: &mut Object,
     settings: &Settings,
     wanted: Option<Mode>,
 ) -> Result<(bool, Vec<String>), ShapeError> {
     let mut warnings = Vec::new();
-    let record = template.view()?.record();
+    let record = object.view()?.record();
     let name = settings.sidecar_container_name.as_str();
-    let (mut changed, warning) = one_proxy::resolve(template, name, record.applied())?;
+    let (mut changed, warning) = one_proxy::resolve(object, name, record.applied())?;
     warnings.extend(warning);
     // The record while it is trusted, and whether it is in its legacy form.
     let (mut current, mut legacy, mut trusted) = (None, false, true);
@@ -42,13 +42,13 @@ pub fn undo_then_apply(
         }
         Record::Read { applied, .. } => {
             let mut target = Target {
-                template: &mut *template,
+                object: &mut *object,
                 settings,
                 record: None,
             };
             match undo(&applied, &mut target)? {
                 Undone::Done { .. } => {
-                    template.remove_annotations(&RECORD_KEYS)?;
+                    object.remove_annotations(&RECORD_KEYS)?;
                     changed = true;
                 }
                 Undone::Refused(why) => {
@@ -63,7 +63,7 @@ pub fn undo_then_apply(
         return Ok((changed, warnings));
     };
     let mut target = Target {
-        template: &mut *template,
+        object: &mut *object,
         settings,
         record: current.as_ref(),
     };
@@ -80,15 +80,15 @@ pub fn undo_then_apply(
         RecordEdit::Set(applied) if legacy || current.as_ref() != Some(&applied) => Some(applied),
         RecordEdit::Keep if legacy => current,
         RecordEdit::Remove => {
-            changed |= template.remove_annotations(&RECORD_KEYS)?;
+            changed |= object.remove_annotations(&RECORD_KEYS)?;
             None
         }
         _ => None,
     };
     if let Some(applied) = write {
-        template.set_annotation(ANNOTATION_APPLIED, Node::from_string(applied.to_text()))?;
+        object.set_annotation(ANNOTATION_APPLIED, Node::from_string(applied.to_text()))?;
         if legacy {
-            template.remove_annotations(&[ANNOTATION_QUIT_WRAPPED])?;
+            object.remove_annotations(&[ANNOTATION_QUIT_WRAPPED])?;
         }
         changed = true;
     }
@@ -112,8 +112,8 @@ fn unreadable(why: &str) -> String {
 mod tests {
     use super::*;
     use crate::modes;
+    use crate::names::ANNOTATION_APPLIED;
     use crate::policy::evaluate;
-    use crate::view::ANNOTATION_APPLIED;
     use serde_json::{json, Value};
 
     const QUIT_RECORD: &str = r#"{"mode":"quitEndpoint","container":"app"}"#;

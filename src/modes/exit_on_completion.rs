@@ -7,17 +7,17 @@
 //! it, and breaks nothing elsewhere. The README says so.
 
 use crate::json::{Node, ShapeError};
-use crate::modes::target::{Outcome, Target, Undone};
+use crate::modes::target::{ModeOutcome, Target, Undone};
+use crate::names::{ANNOTATION_PROXY_CONFIG, EXIT_ON_JOB_COMPLETION as KEY};
 use crate::record::Applied;
-use crate::view::{ANNOTATION_PROXY_CONFIG, EXIT_ON_JOB_COMPLETION as KEY};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_yaml::{Mapping, Value};
 use std::fmt;
 
-pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
+pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     let (merged, applied) = {
         let current = t
-            .template
+            .object
             .view()?
             .template_annotations()
             .and_then(|a| a.proxy_config.as_deref());
@@ -25,9 +25,9 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
             None => format!("{KEY}: true"),
             Some(text) => match merge(text) {
                 Ok(Some(merged)) => merged,
-                Ok(None) => return Ok(Outcome::unchanged()),
+                Ok(None) => return Ok(ModeOutcome::unchanged()),
                 Err(why) => {
-                    return Ok(Outcome::unchanged_because(format!(
+                    return Ok(ModeOutcome::unchanged_because(format!(
                         "{ANNOTATION_PROXY_CONFIG} left unchanged: {why}"
                     )))
                 }
@@ -40,9 +40,9 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         };
         (merged, applied)
     };
-    t.template
+    t.object
         .set_annotation(ANNOTATION_PROXY_CONFIG, Node::from_string(merged))?;
-    Ok(Outcome::applied(applied))
+    Ok(ModeOutcome::applied(applied))
 }
 
 /// The text `merged` has that `original` has not. Every merge inserts text
@@ -72,7 +72,7 @@ fn inserted<'m>(original: &str, merged: &'m str) -> &'m str {
 pub fn undo(inserted: &str, created: bool, t: &mut Target) -> Result<Undone, ShapeError> {
     let restored = {
         let Some(text) = t
-            .template
+            .object
             .view()?
             .template_annotations()
             .and_then(|a| a.proxy_config.as_deref())
@@ -86,9 +86,9 @@ pub fn undo(inserted: &str, created: bool, t: &mut Target) -> Result<Undone, Sha
         }
     };
     if created && restored.trim().is_empty() {
-        t.template.remove_annotations(&[ANNOTATION_PROXY_CONFIG])?;
+        t.object.remove_annotations(&[ANNOTATION_PROXY_CONFIG])?;
     } else {
-        t.template
+        t.object
             .set_annotation(ANNOTATION_PROXY_CONFIG, Node::from_string(restored))?;
     }
     Ok(Undone::Done { changed: true })

@@ -9,17 +9,18 @@ pub mod change;
 pub mod exit_on_completion;
 pub mod native_sidecar;
 pub mod one_proxy;
+pub mod owner_mode;
 pub mod quit_endpoint;
 pub mod target;
 
 use crate::json::ShapeError;
 use crate::record::Applied;
 use crate::settings::Mode;
-use target::{Outcome, Target, Undone};
+use target::{ModeOutcome, Target, Undone};
 
 /// Apply `mode` to the target. A `ShapeError` means the object is not shaped
 /// as the view promised; the caller then answers unchanged with a warning.
-pub fn apply(mode: Mode, target: &mut Target) -> Result<Outcome, ShapeError> {
+pub fn apply(mode: Mode, target: &mut Target) -> Result<ModeOutcome, ShapeError> {
     match mode {
         Mode::NativeSidecar => native_sidecar::apply(target),
         Mode::ExitOnJobCompletion => exit_on_completion::apply(target),

@@ -23,9 +23,10 @@
 //! would be a second `istio-proxy`, and the API server refuses the Pod.
 
 use crate::json::{Node, ShapeError};
-use crate::modes::target::{Outcome, RecordEdit, Target, Undone};
+use crate::modes::target::{ModeOutcome, RecordEdit, Target, Undone};
+use crate::names::{Kind, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_STATUS};
 use crate::record::{Annotated, Applied, Move};
-use crate::view::{Container, Kind, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_STATUS};
+use crate::workload::Container;
 use crate::workload::{StatusAt, Workload};
 use serde_json::{json, Value};
 
@@ -35,13 +36,13 @@ pub const ISTIO_FIRST: [&str; 2] = ["istio-init", "istio-validation"];
 /// The init container of Istio's `enableCoreDump`, right after the proxy.
 pub const CORE_DUMP: &str = "enable-core-dump";
 
-pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
-    let view = t.template.view()?;
+pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
+    let view = t.object.view()?;
     // A user's "false" asks Istio for a classic proxy: their word stands.
     if native_annotation(view) == Some("false") {
-        return Ok(Outcome {
+        return Ok(ModeOutcome {
             warnings: twice_warning(view, &t.settings.sidecar_container_name),
-            ..Outcome::unchanged()
+            ..ModeOutcome::unchanged()
         });
     }
     match view.injection_status() {
@@ -66,23 +67,23 @@ fn native_annotation<'v>(view: &'v Workload) -> Option<&'v str> {
 /// template changed.
 fn ask_native(t: &mut Target) -> Result<(Option<Annotated>, bool), ShapeError> {
     let recorded = t.record.and_then(Applied::annotation).cloned();
-    match native_annotation(t.template.view()?) {
+    match native_annotation(t.object.view()?) {
         Some("true") => Ok((recorded, false)),
         current => {
             // A value the policy wrote and someone changed since is theirs:
             // the edit records it as what it replaces.
             let was = current.map(str::to_owned);
-            t.template
+            t.object
                 .set_annotation(ANNOTATION_NATIVE_SIDECAR, Node::from_string("true"))?;
             Ok((Some(Annotated { was }), true))
         }
     }
 }
 
-fn request_native_injection(t: &mut Target) -> Result<Outcome, ShapeError> {
+fn request_native_injection(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     let (annotation, changed) = ask_native(t)?;
     let Some(annotation) = annotation else {
-        return Ok(Outcome::unchanged());
+        return Ok(ModeOutcome::unchanged());
     };
     // A proxy this mode moved stays recorded as moved, so that a later mode
     // can move it back.
@@ -93,7 +94,7 @@ fn request_native_injection(t: &mut Target) -> Result<Outcome, ShapeError> {
         }),
         _ => Applied::NativeAnnotation(annotation),
     };
-    Ok(Outcome {
+    Ok(ModeOutcome {
         changed,
         warnings: Vec::new(),
         record: RecordEdit::Set(applied),
@@ -105,16 +106,16 @@ fn request_native_injection(t: &mut Target) -> Result<Outcome, ShapeError> {
 /// value comes back, or the annotation goes. A value changed since is the
 /// user's and stays.
 pub fn undo_annotation(edit: &Annotated, t: &mut Target) -> Result<bool, ShapeError> {
-    if native_annotation(t.template.view()?) != Some("true") {
+    if native_annotation(t.object.view()?) != Some("true") {
         return Ok(false);
     }
     match &edit.was {
         Some(was) => {
             let was = Node::from_string(was.as_str());
-            t.template.set_annotation(ANNOTATION_NATIVE_SIDECAR, was)?;
+            t.object.set_annotation(ANNOTATION_NATIVE_SIDECAR, was)?;
             Ok(true)
         }
-        None => t.template.remove_annotations(&[ANNOTATION_NATIVE_SIDECAR]),
+        None => t.object.remove_annotations(&[ANNOTATION_NATIVE_SIDECAR]),
     }
 }
 
@@ -153,7 +154,7 @@ fn twice_warning(view: &Workload, name: &str) -> Vec<String> {
 /// classic proxy only for the exact `"true"`), made the exact `"true"`.
 /// Recorded in the mode's record; a mode that recorded nothing (it applied
 /// nothing) asks for nothing.
-pub fn keep_native(t: &mut Target, outcome: &mut Outcome) -> Result<(), ShapeError> {
+pub fn keep_native(t: &mut Target, outcome: &mut ModeOutcome) -> Result<(), ShapeError> {
     let applied = match &outcome.record {
         RecordEdit::Set(applied) => applied.clone(),
         RecordEdit::Keep => match t.record {
@@ -163,7 +164,7 @@ pub fn keep_native(t: &mut Target, outcome: &mut Outcome) -> Result<(), ShapeErr
         RecordEdit::Remove => return Ok(()),
     };
     let name = t.settings.sidecar_container_name.as_str();
-    let view = t.template.view()?;
+    let view = t.object.view()?;
     let native = natively_injected(view, name);
     let asks = match native_annotation(view) {
         Some("true") => false,
@@ -175,6 +176,11 @@ pub fn keep_native(t: &mut Target, outcome: &mut Outcome) -> Result<(), ShapeErr
         Some(_) => native || view.injection_status().is_some() || view.has_container(name),
     };
     if !asks {
+        // A recorded edit no longer there (the annotation changed or gone
+        // since) is no longer the policy's to take back.
+        if applied.annotation().is_some() && native_annotation(view) != Some("true") {
+            outcome.record = RecordEdit::Set(applied.with_annotation(None));
+        }
         return Ok(());
     }
     let (annotation, changed) = ask_native(t)?;
@@ -200,8 +206,8 @@ pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
         .status
         .as_deref()
         .and_then(|before| native_status(before, name).ok().flatten());
-    let pod = t.template.kind() == Kind::Pod;
-    let view = t.template.view()?;
+    let pod = t.object.kind() == Kind::Pod;
+    let view = t.object.view()?;
     let init = view.init_containers();
     let named: Vec<usize> = (0..init.len())
         .filter(|&i| init[i].name.as_deref() == Some(name))
@@ -241,18 +247,18 @@ pub fn undo_move(moved: &Move, t: &mut Target) -> Result<Undone, ShapeError> {
         (Some(_), None) => return refused("sidecar.istio.io/status gone since"),
     };
 
-    let mut proxy = t.template.take_item("initContainers", index)?;
+    let mut proxy = t.object.take_item("initContainers", index)?;
     put_istio_init_back(t, &moved.init_from)?;
-    t.template.drop_empty_list("initContainers")?;
+    t.object.drop_empty_list("initContainers")?;
     proxy
         .members_mut()?
         .retain(|(k, _)| !moved.added.iter().any(|added| added == k));
     if let Some(policy) = &moved.restart_policy {
         proxy.set("restartPolicy", Node::from_string(policy.as_str()))?;
     }
-    t.template.insert_item("containers", moved.from, proxy)?;
+    t.object.insert_item("containers", moved.from, proxy)?;
     if let Some((at, before)) = status {
-        t.template
+        t.object
             .set_annotation_at(at, ANNOTATION_STATUS, Node::from_string(before.as_str()))?;
     }
     Ok(Undone::Done { changed: true })
@@ -282,7 +288,7 @@ fn put_istio_init_back(t: &mut Target, init_from: &[(String, usize)]) -> Result<
         return Ok(false);
     }
     let names: Vec<Option<String>> = t
-        .template
+        .object
         .view()?
         .init_containers()
         .iter()
@@ -313,7 +319,7 @@ fn reorder_init(t: &mut Target, names: &[Option<String>]) -> Result<(), ShapeErr
     let count = names.len();
     let mut items: Vec<Option<Node>> = Vec::with_capacity(count);
     for _ in 0..count {
-        items.push(Some(t.template.take_item("initContainers", 0)?));
+        items.push(Some(t.object.take_item("initContainers", 0)?));
     }
     let current: Vec<Option<String>> = items
         .iter_mut()
@@ -329,7 +335,7 @@ fn reorder_init(t: &mut Target, names: &[Option<String>]) -> Result<(), ShapeErr
             .find(|&j| items[j].is_some() && current[j] == *name)
             .ok_or_else(|| ShapeError("initContainers changed under the view".into()))?;
         let item = items[from].take().unwrap_or(Node::Value(Value::Null));
-        t.template.insert_item("initContainers", i, item)?;
+        t.object.insert_item("initContainers", i, item)?;
     }
     Ok(())
 }
@@ -338,25 +344,25 @@ fn move_injected_sidecar(
     t: &mut Target,
     at: StatusAt,
     status: &str,
-) -> Result<Outcome, ShapeError> {
+) -> Result<ModeOutcome, ShapeError> {
     let name = t.settings.sidecar_container_name.as_str();
     let is_sidecar = |c: &Container| c.name.as_deref() == Some(name);
-    let view = t.template.view()?;
+    let view = t.object.view()?;
     let containers = view.containers();
     let Some(index) = containers.iter().position(is_sidecar) else {
         return match view.init_containers().iter().find(|c| is_sidecar(c)) {
             // Injected natively: only a re-injection must stay native.
             Some(c) if c.restart_policy.as_deref() == Some("Always") => request_native_injection(t),
-            Some(_) => Ok(Outcome::unchanged_because(format!(
+            Some(_) => Ok(ModeOutcome::unchanged_because(format!(
                 "init container {name} lacks restartPolicy: Always; left unchanged"
             ))),
-            None => Ok(Outcome::unchanged_because(format!(
+            None => Ok(ModeOutcome::unchanged_because(format!(
                 "injected pod template has no container {name}; left unchanged"
             ))),
         };
     };
     if containers.len() == 1 {
-        return Ok(Outcome::unchanged_because(format!(
+        return Ok(ModeOutcome::unchanged_because(format!(
             "{name} is the only container; left unchanged"
         )));
     }
@@ -365,7 +371,7 @@ fn move_injected_sidecar(
     // container of its name could not be told from it to be moved back.
     let init_named = view.init_containers().iter().any(is_sidecar);
     if init_named || containers.iter().filter(|c| is_sidecar(c)).count() > 1 {
-        return Ok(Outcome::unchanged_because(format!(
+        return Ok(ModeOutcome::unchanged_because(format!(
             "more than one container is named {name}; left unchanged"
         )));
     }
@@ -377,22 +383,21 @@ fn move_injected_sidecar(
     let status_port = view.status_port();
     let new_status = native_status(status, name);
 
-    let mut sidecar = t.template.take_item("containers", index)?;
+    let mut sidecar = t.object.take_item("containers", index)?;
     let (added, restart_policy) = make_native(&mut sidecar, status_port)?;
     let (order, init_from) = native_order(&init_names);
     if !init_from.is_empty() {
         reorder_init(t, &order)?;
     }
     let insert_at = position_after_istio_init(order.iter().map(|n| n.as_deref()));
-    t.template
-        .insert_item("initContainers", insert_at, sidecar)?;
+    t.object.insert_item("initContainers", insert_at, sidecar)?;
 
     let mut warnings = Vec::new();
     let mut recorded_status = None;
     match new_status {
         Ok(None) => {}
         Ok(Some(new)) => {
-            t.template
+            t.object
                 .set_annotation_at(at, ANNOTATION_STATUS, Node::from_string(new))?;
             recorded_status = Some(status.to_owned());
         }
@@ -412,9 +417,9 @@ fn move_injected_sidecar(
         init_from,
         annotation,
     };
-    Ok(Outcome {
+    Ok(ModeOutcome {
         warnings,
-        ..Outcome::applied(Applied::NativeMove(moved))
+        ..ModeOutcome::applied(Applied::NativeMove(moved))
     })
 }
 

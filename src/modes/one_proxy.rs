@@ -25,8 +25,8 @@
 
 use crate::json::ShapeError;
 use crate::modes::native_sidecar::status_lists;
+use crate::object::Object;
 use crate::record::Applied;
-use crate::template::Template;
 use crate::workload::Workload;
 
 /// Which copy of a proxy a template has twice to take out.
@@ -42,7 +42,7 @@ pub enum Stale {
 /// once in `initContainers` as a native sidecar and the injection status
 /// tells which is stale.
 pub fn twice(view: &Workload, name: &str) -> Option<Stale> {
-    let of = |list: &[crate::view::Container]| -> Vec<usize> {
+    let of = |list: &[crate::workload::Container]| -> Vec<usize> {
         (0..list.len())
             .filter(|&i| list[i].name.as_deref() == Some(name))
             .collect()
@@ -71,19 +71,19 @@ pub fn twice(view: &Workload, name: &str) -> Option<Stale> {
 /// when the policy's own moved proxy met its classic self again (a
 /// re-apply, as the record tells), since the apply then lands as it should.
 pub fn resolve(
-    template: &mut Template,
+    object: &mut Object,
     name: &str,
     record: Option<&Applied>,
 ) -> Result<(bool, Option<String>), ShapeError> {
-    let kept = match twice(template.view()?, name) {
+    let kept = match twice(object.view()?, name) {
         None => return Ok((false, None)),
         Some(Stale::Native(init)) => {
-            template.take_item("initContainers", init)?;
-            template.drop_empty_list("initContainers")?;
+            object.take_item("initContainers", init)?;
+            object.drop_empty_list("initContainers")?;
             "the one in containers"
         }
         Some(Stale::Classic(regular)) => {
-            template.take_item("containers", regular)?;
+            object.take_item("containers", regular)?;
             "the native one"
         }
     };
@@ -97,7 +97,7 @@ pub fn resolve(
 mod tests {
     use super::*;
     use crate::json::Node;
-    use crate::view::Kind;
+    use crate::names::Kind;
     use rstest::rstest;
     use serde_json::{json, Value};
 

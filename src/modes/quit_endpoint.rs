@@ -24,7 +24,7 @@
 //! apart with parameter expansion alone.
 
 use crate::json::{Node, ShapeError};
-use crate::modes::target::{Outcome, RecordEdit, Target, Undone};
+use crate::modes::target::{ModeOutcome, RecordEdit, Target, Undone};
 use crate::record::Applied;
 use crate::settings::quit_url_parts;
 use crate::warning;
@@ -46,13 +46,13 @@ pub const ON_SUCCESS: &str = "on-success";
 /// Elements the wrapper puts before the original command.
 pub const PREFIX_LEN: usize = 6;
 
-pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
+pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     // A proxy already injected as a native sidecar is wrapped for all the
     // same: Istio's injector renders a Pod that carries its status again,
     // classic unless the Pod or the mesh asks for native, and then only
     // the wrapper ends it.
     let sidecar = t.settings.sidecar_container_name.as_str();
-    let view = t.template.view()?;
+    let view = t.object.view()?;
     let apps: Vec<(usize, String)> = view
         .containers()
         .iter()
@@ -90,19 +90,19 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         annotation: t.record.and_then(Applied::annotation).cloned(),
     };
 
-    let Some(command) = read_command(t.template.item("containers", index)?)? else {
+    let Some(command) = read_command(t.object.item("containers", index)?)? else {
         return Ok(nothing_wrapped(t, no_command(name)));
     };
     let original = match original_command(&command) {
         // Wrapped before, and up to date: only the record may be missing
         // (a wrapper from an earlier version, or a record taken off by hand).
         Some(_) if command[..PREFIX_LEN] == prefix => {
-            return Ok(Outcome {
+            return Ok(ModeOutcome {
                 record: match t.record {
                     Some(recorded) if *recorded == applied => RecordEdit::Keep,
                     _ => RecordEdit::Set(applied),
                 },
-                ..Outcome::unchanged()
+                ..ModeOutcome::unchanged()
             });
         }
         // Wrapped before, by other settings or an older script: only the
@@ -120,10 +120,10 @@ pub fn apply(t: &mut Target) -> Result<Outcome, ShapeError> {
         .chain([mark, url, when].map(Node::from_string))
         .chain(original.iter().cloned().map(Node::from_string))
         .collect();
-    t.template
+    t.object
         .item("containers", index)?
         .set("command", Node::Array(wrapped))?;
-    Ok(Outcome::applied(applied))
+    Ok(ModeOutcome::applied(applied))
 }
 
 /// `SCRIPT` as a JSON string.
@@ -143,7 +143,7 @@ fn script_json() -> &'static RawValue {
 /// not what this mode left.
 pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
     let named: Vec<usize> = t
-        .template
+        .object
         .view()?
         .containers()
         .iter()
@@ -157,7 +157,7 @@ pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
         [] => return Ok(Undone::Done { changed: false }),
         _ => return Ok(Undone::Refused("container not in the pod once".into())),
     };
-    let node = t.template.item("containers", index)?;
+    let node = t.object.item("containers", index)?;
     let command = read_command(node)?;
     match command.as_deref().and_then(original_command) {
         Some([]) => Ok(Undone::Refused("the wrapper holds no command".into())),
@@ -171,13 +171,13 @@ pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
 
 /// Nothing to wrap, and the user is told why; a record of this mode then
 /// describes nothing and goes.
-fn nothing_wrapped(t: &Target, why: String) -> Outcome {
-    Outcome {
+fn nothing_wrapped(t: &Target, why: String) -> ModeOutcome {
+    ModeOutcome {
         record: match t.record {
             Some(_) => RecordEdit::Remove,
             None => RecordEdit::Keep,
         },
-        ..Outcome::unchanged_because(why)
+        ..ModeOutcome::unchanged_because(why)
     }
 }
 
@@ -191,9 +191,10 @@ fn string_array(strings: &[String]) -> serde_json::Value {
     )
 }
 
-/// Said when the pod turns pilot-agent's status server off.
+/// Said when the pod turns pilot-agent's status server off (`"0"`, or a
+/// value that is no port number).
 const NO_STATUS_SERVER: &str =
-    "quitEndpoint: status.sidecar.istio.io/port \"0\", no quit endpoint: not wrapped; consider nativeSidecar";
+    "quitEndpoint: no status server (status.sidecar.istio.io/port): not wrapped; use nativeSidecar";
 
 /// The URL the wrapper posts: `quitUrl` on the pod's status port when it
 /// names one (not 0), else on `quitUrl`'s own port (80 when it names none),
@@ -224,10 +225,10 @@ fn unwrap_all(
     t: &mut Target,
     apps: &[(usize, String)],
     why: String,
-) -> Result<Outcome, ShapeError> {
-    let mut outcome = Outcome::unchanged_because(why);
+) -> Result<ModeOutcome, ShapeError> {
+    let mut outcome = ModeOutcome::unchanged_because(why);
     for &(index, _) in apps {
-        let container = t.template.item("containers", index)?;
+        let container = t.object.item("containers", index)?;
         let Some(command) = read_command(container)? else {
             continue;
         };
@@ -277,9 +278,9 @@ fn no_command(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::names::{Kind, ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
+    use crate::object::Object;
     use crate::settings::{Mode, Settings};
-    use crate::template::Template;
-    use crate::view::{Kind, ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
     use rstest::rstest;
     use serde_json::{json, Value};
 
@@ -287,10 +288,10 @@ mod tests {
     /// The record of a wrapped container named `app`.
     const RECORD_APP: &str = r#"{"mode":"quitEndpoint","container":"app"}"#;
 
-    fn changed() -> Outcome {
-        Outcome {
+    fn changed() -> ModeOutcome {
+        ModeOutcome {
             changed: true,
-            ..Outcome::default()
+            ..ModeOutcome::default()
         }
     }
 
@@ -307,26 +308,26 @@ mod tests {
     }
 
     /// The mode as the policy applies it, record included.
-    fn run_with(kind: Kind, object: &Value, settings: &Settings) -> (Outcome, Value) {
+    fn run_with(kind: Kind, object: &Value, settings: &Settings) -> (ModeOutcome, Value) {
         let text = object.to_string();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
         let mut node = Node::raw(raw);
-        let mut template = Template::read(kind, &mut node).unwrap().unwrap();
+        let mut template = Object::read(kind, &mut node).unwrap().unwrap();
         let (changed, warnings) = crate::modes::change::undo_then_apply(
             &mut template,
             settings,
             Some(Mode::QuitEndpoint),
         )
         .unwrap();
-        let outcome = Outcome {
+        let outcome = ModeOutcome {
             changed,
             warnings,
-            ..Outcome::default()
+            ..ModeOutcome::default()
         };
         (outcome, node.to_value().unwrap())
     }
 
-    fn run(kind: Kind, object: &Value) -> (Outcome, Value) {
+    fn run(kind: Kind, object: &Value) -> (ModeOutcome, Value) {
         run_with(kind, object, &Settings::default())
     }
 
@@ -374,7 +375,7 @@ mod tests {
         object["spec"]["template"]["metadata"] = Value::Null;
         assert_eq!(back, object);
         // A second pass changes nothing.
-        assert_eq!(run(Kind::Job, &out), (Outcome::unchanged(), out));
+        assert_eq!(run(Kind::Job, &out), (ModeOutcome::unchanged(), out));
     }
 
     #[rstest]
@@ -447,7 +448,7 @@ mod tests {
             out["metadata"]["annotations"],
             json!({"team": "a", ANNOTATION_APPLIED: RECORD_APP})
         );
-        assert_eq!(run(Kind::Pod, &out), (Outcome::unchanged(), out));
+        assert_eq!(run(Kind::Pod, &out), (ModeOutcome::unchanged(), out));
     }
 
     #[test]
@@ -552,7 +553,7 @@ mod tests {
         assert_eq!(outcome, changed());
         let c = &out["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(c["command"][4], "http://127.0.0.1:15120/quitquitquit");
-        assert_eq!(run(Kind::Job, &out), (Outcome::unchanged(), out));
+        assert_eq!(run(Kind::Job, &out), (ModeOutcome::unchanged(), out));
     }
 
     /// Port "0": pilot-agent has no status server, so nothing can end the
@@ -606,10 +607,10 @@ mod tests {
         let text = object.to_string();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
         let mut node = Node::raw(raw);
-        let mut template = Template::read(Kind::Job, &mut node).unwrap().unwrap();
+        let mut template = Object::read(Kind::Job, &mut node).unwrap().unwrap();
         let settings = Settings::default();
         let mut target = Target {
-            template: &mut template,
+            object: &mut template,
             settings: &settings,
             record: None,
         };

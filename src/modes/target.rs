@@ -1,14 +1,14 @@
 //! What a mode works on and what it answers: shared by every mode and by
 //! the change of mode (`change.rs`).
 
+use crate::object::Object;
 use crate::record::Applied;
 use crate::settings::Settings;
-use crate::template::Template;
 
 /// What a mode works on: the object, through the one handle it is read and
 /// edited with, and the settings.
 pub struct Target<'r, 't, 'a> {
-    pub template: &'r mut Template<'t, 'a>,
+    pub object: &'r mut Object<'t, 'a>,
     pub settings: &'r Settings,
     /// The trusted record on the template, if any: a mode's own, since
     /// another mode's record is undone before a mode is applied.
@@ -29,21 +29,21 @@ pub enum RecordEdit {
 
 /// What a mode did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Outcome {
+pub struct ModeOutcome {
     /// The object changed (the record aside, which the caller writes).
     pub changed: bool,
     pub warnings: Vec<String>,
     pub record: RecordEdit,
 }
 
-impl Outcome {
+impl ModeOutcome {
     pub fn unchanged() -> Self {
-        Outcome::default()
+        ModeOutcome::default()
     }
 
     /// Changed, with `applied` to be recorded.
     pub fn applied(applied: Applied) -> Self {
-        Outcome {
+        ModeOutcome {
             changed: true,
             warnings: Vec::new(),
             record: RecordEdit::Set(applied),
@@ -52,9 +52,9 @@ impl Outcome {
 
     /// Unchanged, and the user is told why.
     pub fn unchanged_because(message: impl Into<String>) -> Self {
-        Outcome {
+        ModeOutcome {
             warnings: vec![message.into()],
-            ..Outcome::default()
+            ..ModeOutcome::default()
         }
     }
 }

@@ -58,11 +58,11 @@ const API_SERVER_ORDER: [&str; 15] = [
 /// operation it has already seen, so each order takes another path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
-    /// As policy-server and kwctl 1.31 write it: policy-evaluator 0.30 turns
-    /// the request into a `serde_json::Value` (`json!`), whose maps are
-    /// sorted (no `preserve_order` in their build), so every object's
-    /// members come in alphabetical order: `kind`, then `object`, then
-    /// `operation`.
+    /// As policy-server and kwctl write it: policy-evaluator turns the
+    /// request into a `serde_json::Value` (`json!`), whose maps are sorted
+    /// (no `preserve_order` in their build), so every object's members come
+    /// in alphabetical order: `kind`, then `object`, then `operation`
+    /// (docs/facts.md, "policy-server and kwctl").
     PolicyServer,
     /// The API server's own order: `kind` and `operation` before `object`,
     /// so the policy may decide before it reads the object.

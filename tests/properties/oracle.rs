@@ -328,7 +328,9 @@ pub fn status_port(kind: Kind, object: &Value) -> u16 {
     pods_status_port(kind, object).unwrap_or(15020)
 }
 
-/// `status.sidecar.istio.io/port` when the pod sets it to a number.
+/// `status.sidecar.istio.io/port` when the pod sets it; a value that is no
+/// port number is 0, as pilot-agent reads it
+/// (docs/facts.md, "pilot-agent's quit endpoint").
 fn pods_status_port(kind: Kind, object: &Value) -> Option<u16> {
     let t = template_pointer(kind);
     // Where the injection status of a kube-injected CronJob is: its
@@ -340,7 +342,7 @@ fn pods_status_port(kind: Kind, object: &Value) -> Option<u16> {
     };
     annotation(object, t, STATUS_PORT)
         .or(owner)
-        .and_then(|p| p.parse().ok())
+        .map(|p| p.parse().unwrap_or(0))
 }
 
 /// The sidecar as Istio would have injected it in native form: what it had
@@ -1341,6 +1343,10 @@ pub fn keep_native_edit(
         Some(_) => native || proxy_there(kind, o, &settings.sidecar),
     };
     if !asks {
+        // A recorded annotation edit no longer there is dropped.
+        if applied.annotation().is_some() && user != Some("true") {
+            return RecordEdit::Set(applied.with_annotation(None));
+        }
         return edit;
     }
     let asked = native_ask(user, current);

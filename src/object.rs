@@ -1,15 +1,16 @@
 //! The object being edited, through one handle: its pod template (and the
-//! owner metadata where Istio's injection status may live) edited in place,
+//! metadata that holds Istio's injection status, where that is elsewhere)
+//! edited in place,
 //! and the view of it (`Workload`) read again after every edit before it
 //! is used, so that no decision ever reads a view older than the object.
 //!
 //! Every write of the policy goes through here; `workload.rs` only reads.
 
 use crate::json::{Node, ShapeError};
-use crate::view::Kind;
+use crate::names::Kind;
 use crate::workload::{StatusAt, Workload};
 
-pub struct Template<'t, 'a> {
+pub struct Object<'t, 'a> {
     kind: Kind,
     object: &'t mut Node<'a>,
     view: Workload<'a>,
@@ -17,11 +18,11 @@ pub struct Template<'t, 'a> {
     stale: bool,
 }
 
-impl<'t, 'a> Template<'t, 'a> {
+impl<'t, 'a> Object<'t, 'a> {
     /// The handle on `object`, a handled object of `kind`. `Ok(None)` when
     /// it has no pod template; an error names the field of the wrong type.
     pub fn read(kind: Kind, object: &'t mut Node<'a>) -> Result<Option<Self>, String> {
-        Ok(Workload::read(kind, object)?.map(|view| Template {
+        Ok(Workload::read(kind, object)?.map(|view| Object {
             kind,
             object,
             view,
@@ -61,8 +62,8 @@ impl<'t, 'a> Template<'t, 'a> {
             .ok_or_else(|| ShapeError("pod template has no spec".into()))
     }
 
-    /// The object whose metadata holds the injection status, to be edited.
-    pub fn status_owner(&mut self, at: StatusAt) -> Result<&mut Node<'a>, ShapeError> {
+    /// The node whose metadata holds the injection status, to be edited.
+    pub fn status_holder(&mut self, at: StatusAt) -> Result<&mut Node<'a>, ShapeError> {
         match at {
             StatusAt::Template => self.node(),
             StatusAt::JobTemplate => {
@@ -90,7 +91,7 @@ impl<'t, 'a> Template<'t, 'a> {
         key: &str,
         value: Node<'a>,
     ) -> Result<(), ShapeError> {
-        annotations_mut(self.status_owner(at)?)?.set(key, value)
+        annotations_mut(self.status_holder(at)?)?.set(key, value)
     }
 
     /// Remove the annotations `keys` of the pod template; an emptied
@@ -168,8 +169,8 @@ impl<'t, 'a> Template<'t, 'a> {
     }
 }
 
-/// `metadata.annotations` of `owner` (a template or the jobTemplate),
+/// `metadata.annotations` of `node` (a template, the jobTemplate, a Job),
 /// created when absent.
-fn annotations_mut<'n, 'a>(owner: &'n mut Node<'a>) -> Result<&'n mut Node<'a>, ShapeError> {
-    owner.object_entry("metadata")?.object_entry("annotations")
+fn annotations_mut<'n, 'a>(node: &'n mut Node<'a>) -> Result<&'n mut Node<'a>, ShapeError> {
+    node.object_entry("metadata")?.object_entry("annotations")
 }
