@@ -188,7 +188,7 @@ bench: policy.wasm floors runner
 # interleaved rounds, lowest median, ratios to each row's floor. A
 # measurement, not a test; needs kwctl and python3. Another kwctl:
 # KWCTL=../shared/tools/kwctl/kwctl; more rounds or time:
-# KWCTL_BENCH_FLAGS="--rounds 5 --measurement-time 3" (runner/bench_kwctl.py --help).
+# KWCTL_BENCH_FLAGS="--rounds 5 --measurement-time 3" (python3 -m harness.bench_kwctl --help).
 KWCTL ?= kwctl
 KWCTL_BENCH_FLAGS ?=
 BENCH_CASES := target/bench-cases
@@ -200,7 +200,7 @@ bench-kwctl-check:
 
 bench-kwctl: bench-kwctl-check policy.wasm floors runner
 	$(RUNNER) bench --write-cases $(BENCH_CASES)
-	python3 runner/bench_kwctl.py --kwctl $(KWCTL) --cases $(BENCH_CASES) --policy policy.wasm \
+	python3 -m harness.bench_kwctl --kwctl $(KWCTL) --cases $(BENCH_CASES) --policy policy.wasm \
 		--floor-sdk-parse $(FLOOR_DIR)/floor_sdk_parse.wasm \
 		--floor-sdk-mutate $(FLOOR_DIR)/floor_sdk_mutate.wasm $(KWCTL_BENCH_FLAGS)
 
@@ -218,7 +218,7 @@ EXTRA_POLICIES ?=
 BENCH_SERVER_FLAGS ?=
 WRK ?= wrk
 OHA ?= oha
-BENCH_SERVER = python3 runner/bench_server.py --policy annotated-policy.wasm \
+BENCH_SERVER = python3 -m harness.bench_server --policy annotated-policy.wasm \
 	--floor-accept $(FLOOR_DIR)/floor_accept.wasm \
 	--floor-sdk-parse $(FLOOR_DIR)/floor_sdk_parse.wasm \
 	--floor-sdk-mutate $(FLOOR_DIR)/floor_sdk_mutate.wasm \
@@ -244,7 +244,7 @@ cli:
 	@echo "$(CLI)"
 
 # About 100 MB of each input form the tool reads (a JSON List, a YAML List, a
-# multi-document YAML stream; cli/tests/data/make_large.py), scanned as a table
+# multi-document YAML stream; harness/cli_tests/make_large.py), scanned as a table
 # and with -o json, and rendered, under /usr/bin/time: wall clock, CPU, peak
 # memory and its ratio to the input's size (fails over 3x). The figures
 # docs/performance.md quotes. SCAN_BENCH_SCALE=0.05 for a quick run.
@@ -306,3 +306,19 @@ fuzz: fuzz-seeds
 fuzz-smoke:
 	cargo +$(FUZZ_TOOLCHAIN) test --manifest-path fuzz/Cargo.toml --lib
 	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
+
+# --- The Python package (harness/, pyproject.toml) ----------------------------
+# ruff check (its rules in pyproject.toml; the code keeps its hand-made
+# layout, ruff format is not applied), then the package's own tests with
+# pytest: the API server's webhook selection and matchConditions on
+# test_data/selection/, the controller's names, the schema check. What it
+# needs is installed when missing, pinned.
+PY_CHECK_PACKAGES := ruff==0.17.6 pytest==9.2.0 cel-python==0.5.0 pyyaml
+.PHONY: py-check
+py-check:
+	@python3 -m ruff --version >/dev/null 2>&1 && python3 -m pytest --version >/dev/null 2>&1 && \
+	python3 -c 'import celpy, yaml' 2>/dev/null || \
+		python3 -m pip install --quiet $(PY_CHECK_PACKAGES) || \
+		python3 -m pip install --quiet --break-system-packages $(PY_CHECK_PACKAGES)
+	python3 -m ruff check .
+	python3 -m pytest -q harness

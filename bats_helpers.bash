@@ -170,8 +170,8 @@ check_example() {
 }
 
 # The object the API server would store: the request's object (file $1) with
-# the JSONPatch on stdin applied (test_data/json_patch.py), as compact JSON
+# the JSONPatch on stdin applied (harness/json_patch.py), as compact JSON
 # with sorted keys.
 patched_object() {
-	python3 "$BATS_TEST_DIRNAME/test_data/json_patch.py" "$1" | jq -cS .
+	PYTHONPATH="$BATS_TEST_DIRNAME${PYTHONPATH:+:$PYTHONPATH}" python3 -m harness.json_patch "$1" | jq -cS .
 }

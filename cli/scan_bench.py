@@ -2,7 +2,7 @@
 """`make scan-bench`: the operator's tool on about 100 MB of input in each
 form it reads, its wall clock, CPU and peak memory measured by
 /usr/bin/time, and peak memory as a ratio of the input's size (the bound:
-3x). The inputs come from cli/tests/data/make_large.py (kubectl's objects of
+3x). The inputs come from harness/cli_tests/make_large.py (kubectl's objects of
 tests/data/cluster.json, copied):
 
 - a JSON List, as `kubectl get -o json` writes it;
@@ -67,8 +67,8 @@ def main():
         path = os.path.join(args.workdir, name)
         n = max(1, int(objects * args.scale))
         with open(path, "w") as f:
-            subprocess.run([sys.executable, os.path.join(HERE, "tests", "data", "make_large.py"), str(n), kind],
-                           stdout=f, check=True)
+            subprocess.run([sys.executable, "-m", "harness.cli_tests.make_large", str(n), kind],
+                           stdout=f, check=True, cwd=os.path.dirname(HERE))
         size = os.path.getsize(path)
         for run, template in RUNS:
             argv = [a.replace("{input}", path) for a in template]

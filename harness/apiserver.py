@@ -129,10 +129,14 @@ def rule_matches(rule, request):
 def cel_request(request):
     """The `request` variable: the AdmissionRequest with every field present
     (the typed object's zero values where the request has none)."""
-    gvk = lambda v: {"group": (v or {}).get("group", ""), "version": (v or {}).get("version", ""),
-                     "kind": (v or {}).get("kind", "")}
-    gvr = lambda v: {"group": (v or {}).get("group", ""), "version": (v or {}).get("version", ""),
-                     "resource": (v or {}).get("resource", "")}
+    def gvk(v):
+        v = v or {}
+        return {"group": v.get("group", ""), "version": v.get("version", ""), "kind": v.get("kind", "")}
+
+    def gvr(v):
+        v = v or {}
+        return {"group": v.get("group", ""), "version": v.get("version", ""), "resource": v.get("resource", "")}
+
     user = request.get("userInfo") or {}
     return {
         "uid": request.get("uid", ""),
@@ -165,7 +169,7 @@ class Conditions:
             try:
                 ast = env.compile(condition["expression"])
             except celpy.CELParseError as e:
-                raise ValueError("matchCondition %s does not compile: %s" % (condition["name"], e))
+                raise ValueError("matchCondition %s does not compile: %s" % (condition["name"], e)) from e
             self.programs.append((condition["name"], env.program(ast)))
 
     def evaluate(self, request):

@@ -10,17 +10,15 @@ import glob
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
 from . import apiserver, controller
+from .json_patch import apply as apply_patch
 from .policy_server import PolicyServer, StartFailed
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "test_data"))
-from json_patch import apply as apply_patch  # noqa: E402  (test_data/json_patch.py)
 
 BASE_EXAMPLE = ROOT / "examples" / "native-sidecar.yaml"
 
@@ -378,7 +376,8 @@ def check_webhooks(path, release=None):
         if expressions[1:] != (selector.get("matchExpressions") or []):
             problems.append("namespaceSelector %s, the policy says %s" % (expressions[1:], selector))
         if w.get("objectSelector") != spec.get("objectSelector"):
-            problems.append("objectSelector %s, the policy says %s" % (w.get("objectSelector"), spec.get("objectSelector")))
+            problems.append("objectSelector %s, the policy says %s"
+                            % (w.get("objectSelector"), spec.get("objectSelector")))
         if w.get("matchConditions") != spec.get("matchConditions"):
             problems.append("matchConditions differ from the policy's")
         try:

@@ -40,7 +40,10 @@ def make_tls(directory):
     controller's secret). Returns the three paths."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    run = lambda *args: subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=d)
+
+    def run(*args):
+        return subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=d)
+
     run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
         "-days", "1", "-subj", "/CN=istio-job-sidecar throwaway test CA",
         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")

@@ -699,8 +699,8 @@ fn the_inputs_are_what_kubectl_prints() {
     }
     let (_dir, path) = path_with(&kubectl);
     let out = Command::new("python3")
-        .args([&data("make_inputs.py"), "--check"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["-m", "harness.cli_tests.make_inputs", "--check"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .env("PATH", &path)
         .output()
         .expect("python3 runs");

