@@ -1,24 +1,54 @@
 //! Whole-object golden tests, as Istio's injector tests do it: each case in
 //! test_data/cases/<case>/ has its input (request.json, settings.json) beside
-//! the expected result (expected.json), compared whole. The directories are
-//! read when the tests run, so a new case needs no rebuild; each test goes
-//! through every case and names every one that fails.
+//! the expected result (expected.json), compared whole. The cases are the
+//! list of `policy_testkit::cases`, each a test of its own named as its
+//! directory, so `cargo test --test golden -- <case>` runs one; the checks
+//! of the whole directory (no stale case) and of test_data/settings are
+//! tests of their own.
 //!
-//! `make golden` writes every case's input (`test_data/make_cases.py`) and
-//! rewrites expected.json from what the policy does now (with every other
-//! golden file of the repository); review the diff.
+//! A case's committed input must be what the list builds (a second pass's
+//! built from its first pass's answer, computed in the same run), and its
+//! answer what expected.json says. `UPDATE_GOLDEN=1` (`make golden`, with
+//! every other golden file of the repository) rewrites the inputs and
+//! expected.json from what the list and the policy do now; review the diff.
 
+use libtest_mimic::{Arguments, Failed, Trial};
+use policy_testkit::cases::Cases;
 use policy_testkit::names::{APPLIED, NATIVE, STATUS};
-use policy_testkit::{check_answer, check_fixed_point, golden, payload, Order};
+use policy_testkit::{check_answer, check_fixed_point, golden, payload, updating_golden, Order};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// Cases written by hand, not by `test_data/make_cases.py`: a directory of
-/// test_data/cases/ is either one the script writes (`--list`) or named
-/// here. Any other is stale (a case the script no longer writes, left
-/// behind with its old answer).
-const HAND_WRITTEN: &[&str] = &[];
+/// A check of the whole directory, or of what is not a case.
+type SuiteCheck = fn(&Cases) -> Result<(), String>;
+
+fn main() {
+    let args = Arguments::from_args();
+    let cases = Arc::new(Cases::all());
+    let mut trials: Vec<Trial> = cases
+        .names()
+        .map(|name| {
+            let (cases, name) = (Arc::clone(&cases), name.to_owned());
+            Trial::test(name.clone(), move || Ok(check_case(&cases, &name)?))
+        })
+        .collect();
+    let suite: [(&str, SuiteCheck); 3] = [
+        ("no_stale_cases", no_stale_cases),
+        ("settings_cases", |_| settings_cases()),
+        ("move_matches_istio_native_injection", |_| {
+            move_matches_istio_native_injection()
+        }),
+    ];
+    for (name, check) in suite {
+        let cases = Arc::clone(&cases);
+        trials.push(Trial::test(name, move || {
+            check(&cases).map_err(Failed::from)
+        }));
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
 
 fn validate(payload: &[u8]) -> Vec<u8> {
     istio_job_sidecar_policy::validate(payload).expect("validate never errors")
@@ -54,41 +84,78 @@ fn read_json(path: &Path) -> Result<Value, String> {
 
 /// The entries of `dir` (relative to the repository) whose path `keep`
 /// accepts, by name, sorted.
-fn entries(dir: &str, keep: fn(&Path) -> bool) -> Vec<(String, PathBuf)> {
+fn entries(dir: &str, keep: fn(&Path) -> bool) -> Result<Vec<(String, PathBuf)>, String> {
     let dir = root().join(dir);
-    let mut found: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| {
-            e.unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-                .path()
-        })
-        .filter(|p| keep(p))
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
-        .collect();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if keep(&path) {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            found.push((name, path));
+        }
+    }
     found.sort();
-    assert!(!found.is_empty(), "nothing in {}", dir.display());
-    found
+    if found.is_empty() {
+        return Err(format!("nothing in {}", dir.display()));
+    }
+    Ok(found)
 }
 
-fn case_dirs() -> Vec<(String, PathBuf)> {
-    entries("test_data/cases", Path::is_dir)
-}
-
-/// Fails with every failure, one case a paragraph, and what to do.
-fn report(what: &str, failures: &[String], total: usize, hint: &str) {
-    assert!(
-        failures.is_empty(),
+/// Fails with every failure, one a paragraph, and what to do.
+fn report(what: &str, failures: &[String], total: usize, hint: &str) -> Result<(), String> {
+    if failures.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
         "{} failing among {total} {what} ({hint}):\n\n{}",
         failures.len(),
         failures.join("\n\n")
-    );
+    ))
 }
 
-/// One case: its answer is expected.json (or, `UPDATE_GOLDEN=1`, becomes
-/// it) and, when a mutation, a fixed point.
-fn check_case(dir: &Path) -> Result<(), String> {
-    let request = read_json(&dir.join("request.json"))?;
-    let settings = read_json(&dir.join("settings.json"))?;
+/// A committed input file is the text the list builds, or (`UPDATE_GOLDEN=1`)
+/// becomes it.
+fn input_file(path: &Path, built: &str) -> Result<(), String> {
+    if updating_golden() {
+        return std::fs::write(path, built).map_err(|e| format!("{}: {e}", path.display()));
+    }
+    let committed = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "{}: {e} (a new case? `make golden` writes its input)",
+            path.display()
+        )
+    })?;
+    if committed == built {
+        return Ok(());
+    }
+    let (committed_value, built_value) = (
+        serde_json::from_str::<Value>(&committed).unwrap_or(Value::Null),
+        serde_json::from_str::<Value>(built).unwrap_or(Value::Null),
+    );
+    Err(format!(
+        "{} is not what policy_testkit::cases builds (`make golden` rewrites it; patch from the file to the list's):\n{}",
+        path.display(),
+        if committed_value == built_value {
+            "    the same JSON, written otherwise".to_owned()
+        } else {
+            policy_testkit::differences(&committed_value, &built_value)
+        }
+    ))
+}
+
+/// One case: its committed input is what the list builds, its answer is
+/// expected.json (or, `UPDATE_GOLDEN=1`, both become so) and, when a
+/// mutation, a fixed point.
+fn check_case(cases: &Cases, name: &str) -> Result<(), String> {
+    let dir = root().join("test_data/cases").join(name);
+    let inputs = cases.input(name)?;
+    if updating_golden() {
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    input_file(&dir.join("request.json"), &inputs.request_file())?;
+    input_file(&dir.join("settings.json"), &inputs.settings_file())?;
+    let request = inputs.request.to_value();
+    let settings = inputs.settings.to_value();
     let actual = evaluate(&request, &settings)?;
     golden(&dir.join("expected.json"), &actual)?;
     if actual["mutatedObject"].is_null() {
@@ -104,90 +171,39 @@ fn check_case(dir: &Path) -> Result<(), String> {
     )
 }
 
-/// Every case with its inputs is answered as its expected.json says
-/// (no_stale_cases reports a directory without them).
-#[test]
-fn golden_cases() {
-    let cases = case_dirs();
-    let with_inputs: Vec<_> = cases
-        .iter()
-        .filter(|(_, d)| d.join("request.json").is_file() && d.join("settings.json").is_file())
-        .collect();
-    let failures: Vec<String> = with_inputs
-        .iter()
-        .filter_map(|(name, dir)| {
-            let checked = std::panic::catch_unwind(|| check_case(dir))
-                .unwrap_or_else(|_| Err("panicked (above)".into()));
-            checked.err().map(|e| format!("{name}: {e}"))
-        })
-        .collect();
-    report(
-        "cases",
-        &failures,
-        with_inputs.len(),
-        "run `make golden` and review the diff if the policy changed on purpose",
-    );
-}
-
-/// The case directories are those `test_data/make_cases.py` writes and the
-/// hand-written ones (`HAND_WRITTEN`), each with its request.json and
-/// settings.json: an expected.json left without its input, or a case the
-/// script no longer writes, is stale and fails.
-#[test]
-fn no_stale_cases() {
-    let script = root().join("test_data/make_cases.py");
-    let out = std::process::Command::new("python3")
-        .arg(&script)
-        .arg("--list")
-        .output()
-        .unwrap_or_else(|e| panic!("python3 {}: {e} (python3 with PyYAML)", script.display()));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{} --list: {stderr}",
-        script.display()
-    );
-    let written: BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
+/// The case directories are those of the list, each with its request.json,
+/// settings.json and expected.json: a directory the list does not name (a
+/// case removed or renamed, left behind with its old answer) is stale and
+/// fails.
+fn no_stale_cases(cases: &Cases) -> Result<(), String> {
+    let listed: BTreeSet<&str> = cases.names().collect();
+    let dirs = entries("test_data/cases", Path::is_dir)?;
     let mut failures = Vec::new();
-    for name in HAND_WRITTEN.iter().filter(|n| written.contains(**n)) {
-        failures.push(format!(
-            "{name}: listed as hand-written, but make_cases.py writes it"
-        ));
-    }
-    let cases = case_dirs();
-    let present: BTreeSet<&str> = cases.iter().map(|(n, _)| n.as_str()).collect();
-    for name in written
-        .iter()
-        .map(String::as_str)
-        .chain(HAND_WRITTEN.iter().copied())
-    {
-        if !present.contains(name) {
+    for (name, dir) in &dirs {
+        if !listed.contains(name.as_str()) {
             failures.push(format!(
-                "{name}: not in test_data/cases (run `make golden`)"
+                "{name}: policy_testkit::cases does not list it (remove the directory, or add the case to the list)"
             ));
+            continue;
         }
-    }
-    for (name, dir) in &cases {
-        if !written.contains(name) && !HAND_WRITTEN.contains(&name.as_str()) {
-            failures.push(format!(
-                "{name}: make_cases.py does not write it, nor is it in HAND_WRITTEN"
-            ));
-        }
-        for input in ["request.json", "settings.json"] {
-            if !dir.join(input).is_file() {
-                failures.push(format!("{name}: no {input}"));
+        for file in ["request.json", "settings.json", "expected.json"] {
+            if !dir.join(file).is_file() && !updating_golden() {
+                failures.push(format!("{name}: no {file}"));
             }
+        }
+    }
+    let present: BTreeSet<&str> = dirs.iter().map(|(n, _)| n.as_str()).collect();
+    if !updating_golden() {
+        for name in listed.difference(&present) {
+            failures.push(format!("{name}: not in test_data/cases"));
         }
     }
     report(
         "directories of test_data/cases",
         &failures,
-        cases.len(),
-        "`make golden` writes what make_cases.py lists; remove a directory it no longer lists",
-    );
+        dirs.len(),
+        "`make golden` writes every case of the list",
+    )
 }
 
 /// Each test_data/settings/*.json: a settings payload, whether it is
@@ -213,11 +229,10 @@ fn check_settings(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn settings_cases() {
+fn settings_cases() -> Result<(), String> {
     let files = entries("test_data/settings", |p| {
         p.extension().is_some_and(|e| e == "json")
-    });
+    })?;
     let failures: Vec<String> = files
         .iter()
         .filter_map(|(name, path)| check_settings(path).err().map(|e| format!("{name}: {e}")))
@@ -227,7 +242,7 @@ fn settings_cases() {
         &failures,
         files.len(),
         "test_data/settings",
-    );
+    )
 }
 
 /// The move reproduces Istio's own native injection of the same Job
@@ -239,8 +254,7 @@ fn settings_cases() {
 /// `sidecar.istio.io/nativeSidecar: "true"` the move writes so that a
 /// re-injection keeps the native form (Istio renders natively here from
 /// its mesh flag), recorded as the move's.
-#[test]
-fn move_matches_istio_native_injection() {
+fn move_matches_istio_native_injection() -> Result<(), String> {
     let fixture = |name: &str| -> Value {
         let path = root().join("test_data/fixtures").join(name);
         let text = std::fs::read_to_string(path).unwrap();
@@ -254,7 +268,7 @@ fn move_matches_istio_native_injection() {
         "operation": "CREATE",
         "object": classic,
     });
-    let answer = evaluate(&request, &json!({})).unwrap_or_else(|e| panic!("{e}"));
+    let answer = evaluate(&request, &json!({}))?;
     let mut moved = answer["mutatedObject"].clone();
     let annotations = moved["spec"]["template"]["metadata"]["annotations"]
         .as_object_mut()
@@ -269,4 +283,5 @@ fn move_matches_istio_native_injection() {
         classic["spec"]["template"]["metadata"]["annotations"][STATUS]
     );
     assert_eq!(moved, native);
+    Ok(())
 }

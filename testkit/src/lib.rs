@@ -19,6 +19,7 @@
 //!   (`kube`) and Istio's injector (`istio`), and the journeys every build
 //!   is held to.
 
+pub mod cases;
 pub mod controllers;
 pub mod istio;
 pub mod journey;
