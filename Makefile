@@ -60,16 +60,13 @@ unit-tests:
 
 # Every golden file from what the policy does now, in one step: review the
 # diff before committing it; nothing changed leaves git status clean. The
-# cases' inputs (test_data/make_cases.py) and expected.json twice, since a
-# mode change's second pass starts from its first pass's expected.json; then
-# the journeys (test_data/journeys/) and the tool's outputs
-# (cli/tests/golden/). The runner's tests (wasm_cases, wasm_journeys) check
-# the same files through policy.wasm and are left to check them: the files
-# are the native policy's answers.
+# cases' inputs (the list of testkit/src/cases.rs; a mode change's second
+# pass from its first pass's answer, computed in the same run) and
+# expected.json; then the journeys (test_data/journeys/) and the tool's
+# outputs (cli/tests/golden/). The runner's tests (wasm_cases,
+# wasm_journeys) check the same files through policy.wasm and are left to
+# check them: the files are the native policy's answers.
 golden:
-	python3 test_data/make_cases.py
-	UPDATE_GOLDEN=1 cargo test --locked --test golden
-	python3 test_data/make_cases.py
 	UPDATE_GOLDEN=1 cargo test --locked --test golden
 	UPDATE_GOLDEN=1 cargo test --locked --test journeys
 	UPDATE_GOLDEN=1 cargo test --locked -p istio-job-sidecar-cli

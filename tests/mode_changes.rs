@@ -1,6 +1,6 @@
 //! The golden cases of mode changes, held to the laws whole-object.
 //!
-//! test_data/make_cases.py writes, for each variant `<v>` of a CronJob x
+//! `policy_testkit::cases` lists, for each variant `<v>` of a CronJob x
 //! (plain: no proxy config; yaml and json: a proxy config in that form;
 //! injected: `istioctl kube-inject`'s output, the proxy a classic container;
 //! flip: the mode picked by the template's `istio-job-sidecar/mode`):
@@ -16,8 +16,9 @@
 //!
 //! (a) a second pass's input is its first pass's current output: object
 //!     e(A(x)) and oldObject A(x), where e is what tells the first-pass
-//!     inputs x_A and x_B apart (their mode annotations). A stale input
-//!     fails here: regenerate (make_cases.py's docstring says how).
+//!     inputs x_A and x_B apart (their mode annotations). The list builds
+//!     each second pass from its first pass's answer in the same run; a
+//!     committed input left stale fails here too: `make golden`.
 //! (b) B(e(A(x))) == B(x_B), the record included, compared whole up to what
 //!     Kubernetes drops (`policy_testkit::kube::normalize`: an `annotations`
 //!     or template `metadata` emptied by an undo, an emptied
@@ -53,7 +54,7 @@ const DISABLED: &str = "disabled";
 /// Variants with a second pass for every pair (A, B): A a mode, B a mode or
 /// disabled. Other variants may have some pairs only.
 const FULL_VARIANTS: [&str; 4] = ["plain", "yaml", "json", "injected"];
-const REGENERATE: &str = "regenerate: make golden (make_cases.py's docstring)";
+const REGENERATE: &str = "regenerate: make golden (testkit/src/cases.rs lists the cases)";
 
 fn cases_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/cases")
