@@ -34,7 +34,7 @@
 use crate::{check_answer, payload, Order};
 use serde_json::Value;
 use std::ops::{Index, IndexMut};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 // --- JSON in the order it was made ---------------------------------------
 
@@ -835,11 +835,6 @@ impl Inputs {
     pub fn settings_file(&self) -> String {
         self.settings.to_file()
     }
-}
-
-/// `test_data/cases/`.
-pub fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../test_data/cases")
 }
 
 /// The result of the native policy on a request, sent as policy-server
