@@ -1,16 +1,17 @@
 //! One admission request through the policy, as Kubewarden makes it: the
-//! request in the API server's shape (`policy_testkit::journey::admission_request`,
-//! with the object's namespace), the payload in policy-server's order, the
-//! policy's own `explain`, and the patch as policy-server computes it:
-//! `json_patch::diff` between the request's object and the returned one.
+//! request in the API server's shape (`kube_model::admission::request`, in
+//! the object's namespace), the payload in policy-server's order, the
+//! policy's own `explain`, and the patch as policy-server computes it
+//! (`kube_model::answer::patch`: the difference between the request's
+//! object and the returned one).
 //! Nothing here decides anything: the verdict, the object and the warnings
 //! are the policy's; the rest only describes them.
 
 use istio_job_sidecar_policy::decide::Skip;
 use istio_job_sidecar_policy::names::{Kind, ANNOTATION_APPLIED};
 use istio_job_sidecar_policy::policy::{explain, Verdict};
-use policy_testkit::journey::admission_request;
-use policy_testkit::{check_answer, payload, Order};
+use kube_model::admission::{payload, Order};
+use kube_model::answer::check_answer;
 use serde_json::{json, Value};
 
 /// Which request of a workload's life an evaluation stands for.
@@ -91,9 +92,7 @@ pub struct Want {
 /// in `namespace` (an UPDATE's old object is the object itself).
 pub fn request(operation: &str, object: &Value, namespace: &str) -> Value {
     let old = (operation == "UPDATE").then_some(object);
-    let mut request = admission_request(operation, object, old);
-    request["namespace"] = Value::from(namespace);
-    request
+    kube_model::admission::request(operation, object, old, namespace)
 }
 
 /// The request for `object` with `operation` (an UPDATE's old object is the
@@ -134,10 +133,9 @@ pub fn evaluate(
     let Some(mutated) = answer.mutated else {
         return (evaluation, None);
     };
-    let patch = json_patch::diff(object, &mutated);
-    if patch.0.is_empty() {
+    let Some(patch) = kube_model::answer::patch(object, &mutated) else {
         return (evaluation, None);
-    }
+    };
     evaluation.fields = describe(kind, object, &patch)
         .into_iter()
         .map(Into::into)
@@ -165,12 +163,13 @@ pub fn evaluate(
     }
     // The admitted object is the request's with the patch applied, as the
     // API server applies it.
-    let mut admitted = object.clone();
-    if let Err(e) = json_patch::patch(&mut admitted, &patch) {
-        evaluation.broken = Some(format!("the patch does not apply: {e}"));
-        return (evaluation, None);
+    match kube_model::answer::apply(object, &patch) {
+        Ok(admitted) => (evaluation, Some(admitted)),
+        Err(why) => {
+            evaluation.broken = Some(why);
+            (evaluation, None)
+        }
     }
-    (evaluation, Some(admitted))
 }
 
 /// The record the policy wrote (or rewrote) on the pod template.

@@ -17,7 +17,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use istio_job_sidecar_policy::names::Kind;
-use policy_testkit::controllers::{job_from_cronjob, pod_from_job};
+use kube_model::controllers::{job_from_cronjob, pod_from_job};
 use serde_json::{Map, Value};
 
 use crate::config::{Config, Sent};

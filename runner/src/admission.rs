@@ -8,7 +8,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use json_patch::Patch;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::protocol::{GuestLog, ValidationResponse};
@@ -57,49 +57,11 @@ pub fn admission_request(value: Value) -> Result<Value> {
     ))
 }
 
-/// An AdmissionRequest as the API server sends it for `object`.
+/// An AdmissionRequest as the API server sends it for `object`, in the
+/// namespace its metadata names (kube-model's, as every tool writes it).
 pub fn admission_request_for(object: Value, operation: &str) -> Value {
-    let api_version = object
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("v1");
-    let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let resource = plural(kind);
-    let gvk = json!({ "group": group, "version": version, "kind": kind });
-    let gvr = json!({ "group": group, "version": version, "resource": resource });
-    let metadata = object.get("metadata");
-    let field = |name: &str| {
-        metadata
-            .and_then(|m| m.get(name))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    json!({
-        "uid": "1299d386-525b-4032-98ae-1949f69f9cfc",
-        "kind": gvk,
-        "resource": gvr,
-        "requestKind": gvk,
-        "requestResource": gvr,
-        "name": field("name"),
-        "namespace": field("namespace"),
-        "operation": operation,
-        "userInfo": { "username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"] },
-        "object": object,
-        "oldObject": null,
-        "dryRun": false,
-        "options": { "kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1" }
-    })
-}
-
-fn plural(kind: &str) -> String {
-    let lower = kind.to_ascii_lowercase();
-    if lower.ends_with('s') {
-        format!("{lower}es")
-    } else {
-        format!("{lower}s")
-    }
+    let namespace = object["metadata"]["namespace"].as_str().unwrap_or("");
+    kube_model::admission::request(operation, &object, None, namespace)
 }
 
 /// The outcome of one `validate` call, with the patch Kubewarden would send.
@@ -110,8 +72,9 @@ pub struct Evaluation {
     pub object: Value,
     /// The guest's answer, as it sent it.
     pub response: ValidationResponse,
-    /// `json_patch::diff(object, mutated_object)`; `None` when the module
-    /// returned no object or the same object (Kubewarden then sends no patch).
+    /// The engine's patch (`kube_model::answer::patch`); `None` when the
+    /// module returned no object or the same object (Kubewarden then sends
+    /// no patch).
     pub patch: Option<Patch>,
     /// What the guest logged during the call.
     pub logs: Vec<GuestLog>,
@@ -120,12 +83,10 @@ pub struct Evaluation {
 impl Evaluation {
     pub fn new(request: &Value, response: ValidationResponse, logs: Vec<GuestLog>) -> Evaluation {
         let object = request.get("object").cloned().unwrap_or(Value::Null);
-        let patch = match &response.mutated_object {
-            Some(mutated) if !object.is_null() => {
-                Some(json_patch::diff(&object, mutated)).filter(|p| !p.0.is_empty())
-            }
-            _ => None,
-        };
+        let patch = response
+            .mutated_object
+            .as_ref()
+            .and_then(|mutated| kube_model::answer::patch(&object, mutated));
         Evaluation {
             uid: request
                 .get("uid")
@@ -154,12 +115,11 @@ impl Evaluation {
 
     /// The request object with the patch applied: what the API server stores.
     pub fn patched_object(&self) -> Result<Value> {
-        let mut object = self.object.clone();
-        if let Some(patch) = &self.patch {
-            json_patch::patch(&mut object, patch)
-                .map_err(|e| Error::Input(format!("the computed patch does not apply: {e}")))?;
+        match &self.patch {
+            Some(patch) => kube_model::answer::apply(&self.object, patch)
+                .map_err(|e| Error::Input(format!("the computed patch: {e}"))),
+            None => Ok(self.object.clone()),
         }
-        Ok(object)
     }
 
     /// The response `kwctl run` prints.
@@ -232,6 +192,7 @@ pub struct AdmissionResponseStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn answer(mutated: Option<Value>) -> ValidationResponse {
         ValidationResponse {

@@ -78,12 +78,12 @@ impl GuestLog {
 
 /// The `validate` payload as policy-server and kwctl write it: from a
 /// `serde_json::Value`, so every object's members in alphabetical order
-/// (policy-testkit, shared with the policy's own tests).
+/// (kube-model, shared with the policy's own tests and the operator's tool).
 pub fn validate_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
-    Ok(policy_testkit::payload(
+    Ok(kube_model::admission::payload(
         request,
         Some(settings),
-        policy_testkit::Order::PolicyServer,
+        kube_model::admission::Order::PolicyServer,
     ))
 }
 

@@ -19,7 +19,7 @@ use crate::istio::{self, Mesh, Namespace, Release};
 use crate::kube::{decode, normalize, store, validate};
 use crate::names::{APPLIED, EXIT_KEY, OWNER_MODE};
 use crate::{check_verdict, differences};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// The namespace a journey's objects live in, unless it says otherwise.
 pub const NAMESPACE: &str = "batch";
@@ -78,11 +78,12 @@ impl<F: FnMut(&[u8]) -> Vec<u8>> Admission for Validate<F> {
     fn admit(&mut self, request: &Value, settings: &Value) -> Result<Admitted, String> {
         let payload = crate::payload(request, Some(settings), crate::Order::PolicyServer);
         let answer = crate::check_answer(&(self.0)(&payload))?;
-        let patch = answer.mutated.map(|mutated| {
-            serde_json::to_value(json_patch::diff(&request["object"], &mutated)).unwrap_or_default()
-        });
+        let patch = answer
+            .mutated
+            .and_then(|mutated| kube_model::answer::patch(&request["object"], &mutated))
+            .map(|patch| serde_json::to_value(patch).unwrap_or_default());
         Ok(Admitted {
-            patch: patch.filter(|p| p.as_array().is_some_and(|ops| !ops.is_empty())),
+            patch,
             warnings: answer.warnings,
         })
     }
@@ -528,65 +529,16 @@ fn istio_hop(case: &Case, pod: &Value) -> Result<Value, String> {
     istio::inject(pod, case.namespace, case.mesh).map_err(|e| format!("Istio's injector: {e}"))
 }
 
-/// The AdmissionRequest the API server sends (`admission/v1`), members in
-/// its order.
+/// The AdmissionRequest the API server sends (`admission/v1`), in the
+/// object's namespace (`NAMESPACE` when it names none).
 pub fn admission_request(operation: &str, object: &Value, old: Option<&Value>) -> Value {
-    let kind = kind_of(object);
-    let (group, version, resource) = match kind.as_str() {
-        "Job" => ("batch", "v1", "jobs"),
-        "CronJob" => ("batch", "v1", "cronjobs"),
-        "Pod" => ("", "v1", "pods"),
-        _ => ("", "v1", ""),
-    };
-    let gvk = json!({"group": group, "version": version, "kind": kind});
-    let gvr = json!({"group": group, "version": version, "resource": resource});
-    let by_controller = object["metadata"]["ownerReferences"].is_array();
-    let username = match kind.as_str() {
-        "Pod" if by_controller => "system:serviceaccount:kube-system:job-controller",
-        "Job" if by_controller => "system:serviceaccount:kube-system:cronjob-controller",
-        _ => "kubernetes-admin",
-    };
-    let options = if operation == "CREATE" {
-        "CreateOptions"
-    } else {
-        "UpdateOptions"
-    };
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    let mut request = Map::new();
-    request.insert("uid".into(), json!("705ab4f5-6393-11e8-b7cc-42010a800002"));
-    request.insert("kind".into(), gvk.clone());
-    request.insert("resource".into(), gvr.clone());
-    request.insert("requestKind".into(), gvk);
-    request.insert("requestResource".into(), gvr);
-    request.insert("name".into(), name.into());
     let namespace = object["metadata"]["namespace"]
         .as_str()
         .unwrap_or(NAMESPACE);
-    request.insert("namespace".into(), namespace.into());
-    request.insert("operation".into(), operation.into());
-    request.insert(
-        "userInfo".into(),
-        json!({"username": username, "groups": ["system:authenticated"]}),
-    );
-    request.insert("object".into(), object.clone());
-    if let Some(old) = old {
-        request.insert("oldObject".into(), old.clone());
-    }
-    request.insert("dryRun".into(), json!(false));
-    request.insert(
-        "options".into(),
-        json!({"kind": options, "apiVersion": "meta.k8s.io/v1"}),
-    );
-    Value::Object(request)
+    kube_model::admission::request(operation, object, old, namespace)
 }
 
-pub fn apply_patch(object: &Value, patch: &Value) -> Result<Value, String> {
-    let patch: json_patch::Patch =
-        serde_json::from_value(patch.clone()).map_err(|e| format!("not a JSON Patch: {e}"))?;
-    let mut out = object.clone();
-    json_patch::patch(&mut out, &patch).map_err(|e| format!("the patch does not apply: {e}"))?;
-    Ok(out)
-}
+pub use kube_model::answer::apply_json as apply_patch;
 
 impl Edit {
     /// The object the user sends: `stored` edited.

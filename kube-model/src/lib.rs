@@ -1,0 +1,22 @@
+//! One model of the systems around the policy, shared by the operator's
+//! tool (cli/), the runner, the tests (testkit/) and the fuzz targets, so
+//! that each rule has one home:
+//!
+//! - `admission`: the AdmissionRequest the API server sends for an object
+//!   and operation, and the `validate` payload in policy-server's order;
+//! - `answer`: what every answer of the policy must hold, and the patch
+//!   Kubewarden's engine makes of it (the difference between the object it
+//!   sent and the one returned);
+//! - `controllers`: what the CronJob and Job controllers copy down;
+//! - `kube`: the API server's defaults, the Pod rules no schema states,
+//!   what is stored, and comparison up to what Kubernetes drops;
+//! - `istio`: Istio's sidecar injector.
+//!
+//! Nothing here decides what the policy does: that is the policy crate's.
+
+pub mod admission;
+pub mod answer;
+pub mod controllers;
+pub mod istio;
+pub mod kube;
+mod names;
