@@ -8,6 +8,8 @@
 //!
 //! - `check_fixed_point`: the policy's output, sent again, is not mutated.
 //! - `golden`: compare with, or (`UPDATE_GOLDEN=1`) rewrite, a golden file.
+//! - `require_tools`, `tool_missing`: whether a test whose tool is missing
+//!   fails (`REQUIRE_TOOLS=1`) or reports itself skipped.
 //! - `names`: the annotation and label names, from the policy crate.
 //! - `laws`: the laws of a change of mode, checked on passes of the policy
 //!   (golden, generated or fuzzed).
@@ -84,6 +86,27 @@ pub fn golden(path: &Path, actual: &Value) -> Result<(), String> {
             differences(&expected, actual)
         ))
     }
+}
+
+/// Whether a test that needs a tool the machine lacks (kubectl, a shell,
+/// an HTTP client) fails rather than skips: `REQUIRE_TOOLS=1`, as CI
+/// (`.ci/run`) and the bats files read it, so that a run with every tool
+/// installed cannot pass by skipping. Any other value, or none, skips.
+pub fn require_tools() -> bool {
+    std::env::var_os("REQUIRE_TOOLS").is_some_and(|v| v == "1")
+}
+
+/// A test cannot run for want of a tool (or of the version it needs):
+/// `why` says what is missing and how to install it. With
+/// `REQUIRE_TOOLS=1` the test fails here, with `why`; otherwise this
+/// returns and the caller reports itself skipped in its own words (its
+/// `skipped:` or `SKIPPED:` line) and returns.
+#[track_caller]
+pub fn tool_missing(why: impl std::fmt::Display) {
+    assert!(
+        !require_tools(),
+        "REQUIRE_TOOLS=1, so a missing tool fails the test: {why}"
+    );
 }
 
 #[cfg(test)]

