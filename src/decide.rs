@@ -3,7 +3,8 @@
 //! mutated, and what never is") are read in the order a request meets
 //! them: by kind and operation (`by_operation`), by a Pod's restart policy
 //! (`by_request`), then by the workload's mode and whether Istio injects it
-//! (`decide`, `workload_mode`). The rstest table below has one case a row.
+//! (`decide`, `workload_mode`). The rstest table below checks every row,
+//! with a case or more each.
 
 use crate::names::{Kind, ANNOTATION_MODE};
 use crate::settings::{Mode, Settings};
