@@ -4,14 +4,13 @@
 //! from a `ClusterAdmissionPolicy` (or `AdmissionPolicy`) manifest, which
 //! requests the API server would send it at all.
 //!
-//! The webhook Kubewarden's controller installs for a policy has the
-//! policy's `rules`, `objectSelector` and `matchConditions`, and a
-//! `namespaceSelector` made of the policy's `matchExpressions` only (its
-//! `matchLabels` are dropped) plus `kubernetes.io/metadata.name NotIn
-//! [<Kubewarden's namespace>]`; an `AdmissionPolicy` only sees its own
-//! namespace. Its CEL `matchConditions` are evaluated as the API server
-//! evaluates them (`conditions`).
+//! Which requests reach the webhook Kubewarden's controller installs for a
+//! policy is kube-model's rule (`kube_model::webhook`), the one the tests
+//! hold to `test_data/selection/`; its CEL `matchConditions` are evaluated
+//! here, as the API server evaluates them (`conditions`).
 
+pub use kube_model::webhook::Sent;
+use kube_model::webhook::Webhook;
 use serde_json::{Map, Value};
 
 /// The policy's settings, as policy-server hands them to every request.
@@ -31,70 +30,14 @@ pub struct PolicyManifest {
     pub file: String,
     pub kind: String,
     pub name: String,
-    /// An `AdmissionPolicy`'s namespace: the only one it sees.
-    pub namespace: Option<String>,
-    pub rules: Vec<Rule>,
-    /// The `matchExpressions` of its `namespaceSelector` (what the webhook
-    /// gets; Kubewarden's namespace is excluded in any case).
-    pub namespace_expressions: Vec<Requirement>,
-    pub object_selector: Option<Selector>,
+    /// The webhook Kubewarden's controller installs for it.
+    pub webhook: Webhook,
     /// Its CEL `matchConditions`, compiled, and its `failurePolicy`.
     pub conditions: Option<std::sync::Arc<crate::conditions::Conditions>>,
     /// What the report must say about this manifest (dropped `matchLabels`,
     /// `matchConditions` not evaluated, monitor mode, `mutating: false`).
     pub notes: Vec<String>,
 }
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rule {
-    pub api_groups: Vec<String>,
-    pub resources: Vec<String>,
-    pub operations: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operator {
-    In,
-    NotIn,
-    Exists,
-    DoesNotExist,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Requirement {
-    pub key: String,
-    pub operator: Operator,
-    pub values: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Selector {
-    pub match_labels: Vec<(String, String)>,
-    pub expressions: Vec<Requirement>,
-}
-
-/// Whether a request reaches the policy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Sent {
-    Yes,
-    /// Not sent: why.
-    No(String),
-    /// Depends on labels the input does not carry: what is missing.
-    Unknown(String),
-}
-
-impl Sent {
-    pub fn and(self, other: Sent) -> Sent {
-        match (self, other) {
-            (Sent::No(why), _) | (_, Sent::No(why)) => Sent::No(why),
-            (Sent::Unknown(a), Sent::Unknown(b)) if a != b => Sent::Unknown(format!("{a}; {b}")),
-            (Sent::Unknown(why), _) | (_, Sent::Unknown(why)) => Sent::Unknown(why),
-            _ => Sent::Yes,
-        }
-    }
-}
-
-pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 impl Config {
     /// Settings from `--settings` (JSON or YAML text, or a file holding it)
@@ -108,7 +51,7 @@ impl Config {
             (Some(_), Some(_)) => return Err("give --settings or --policy, not both".into()),
             (Some(text), None) => (read_settings(text)?, None),
             (None, Some(file)) => {
-                let manifest = PolicyManifest::read(file)?;
+                let manifest = PolicyManifest::read(file, kubewarden_namespace)?;
                 (manifest.1, Some(manifest.0))
             }
             (None, None) => (Value::Object(Map::new()), None),
@@ -122,68 +65,26 @@ impl Config {
         })
     }
 
-    /// Whether a request for `object` (`kind` of the policy crate's view,
-    /// `operation`) reaches the policy, as far as the object tells:
-    /// the rules, the object selector, Kubewarden's own namespace.
-    pub fn sent_for_object(
-        &self,
-        resource: &str,
-        group: &str,
-        operation: &str,
-        object: &Value,
-        namespace: &str,
-    ) -> Sent {
-        if namespace == self.kubewarden_namespace {
-            return Sent::No("Kubewarden's own namespace".into());
-        }
-        let Some(policy) = &self.policy else {
-            return Sent::Yes;
-        };
-        if let Some(own) = &policy.namespace {
-            if own != namespace {
-                return Sent::No(format!("the AdmissionPolicy sees namespace {own} only"));
+    /// Whether the AdmissionRequest `request` reaches the policy, as far as
+    /// the request tells: Kubewarden's own namespace, the rules, the object
+    /// selector (`kube_model::webhook`).
+    pub fn sent_for_object(&self, request: &Value) -> Sent {
+        match &self.policy {
+            Some(policy) => policy.webhook.sent_for_request(request),
+            None if request["namespace"] == self.kubewarden_namespace.as_str() => {
+                Sent::No("Kubewarden's own namespace".into())
             }
+            None => Sent::Yes,
         }
-        let ruled = policy
-            .rules
-            .iter()
-            .any(|r| r.matches(group, resource, operation));
-        if !ruled {
-            return Sent::No(format!("rules do not cover {resource} {operation}"));
-        }
-        if let Some(selector) = &policy.object_selector {
-            let labels = object["metadata"]["labels"].as_object();
-            if !selector.matches(labels) {
-                return Sent::No("objectSelector does not match".into());
-            }
-        }
-        Sent::Yes
     }
 
     /// Whether requests from `namespace` reach the policy, by its
     /// `namespaceSelector`; `labels` when the input carries the Namespace.
     pub fn sent_for_namespace(&self, namespace: &str, labels: Option<&Map<String, Value>>) -> Sent {
-        let Some(policy) = &self.policy else {
-            return Sent::Yes;
-        };
-        let mut sent = Sent::Yes;
-        for requirement in &policy.namespace_expressions {
-            let known = match labels {
-                Some(labels) => Some(labels.get(&requirement.key).and_then(Value::as_str)),
-                // The API server labels every namespace with its name.
-                None if requirement.key == NAMESPACE_NAME_LABEL => Some(Some(namespace)),
-                None => None,
-            };
-            let verdict = match known {
-                Some(value) if requirement.matches(value) => Sent::Yes,
-                Some(_) => Sent::No("namespaceSelector does not select it".into()),
-                None => Sent::Unknown(format!(
-                    "the namespaceSelector needs the labels of namespace {namespace}, not in the input"
-                )),
-            };
-            sent = sent.and(verdict);
+        match &self.policy {
+            Some(policy) => policy.webhook.sent_for_namespace(namespace, labels),
+            None => Sent::Yes,
         }
-        sent
     }
 }
 
@@ -253,8 +154,8 @@ fn validate(settings: &Value) -> Result<istio_job_sidecar_policy::settings::Sett
 
 impl PolicyManifest {
     /// The first `ClusterAdmissionPolicy` or `AdmissionPolicy` of `file`,
-    /// and its settings.
-    pub fn read(file: &str) -> Result<(PolicyManifest, Value), String> {
+    /// and its settings; Kubewarden installed in `kubewarden_namespace`.
+    pub fn read(file: &str, kubewarden_namespace: &str) -> Result<(PolicyManifest, Value), String> {
         let text = std::fs::read_to_string(file).map_err(|e| format!("--policy {file}: {e}"))?;
         let documents = crate::input::YamlDocuments::new(text.as_bytes());
         for document in documents {
@@ -272,7 +173,7 @@ impl PolicyManifest {
                 .is_some_and(|v| v.starts_with("policies.kubewarden.io/"))
                 && (kind == "ClusterAdmissionPolicy" || kind == "AdmissionPolicy")
             {
-                return PolicyManifest::from_value(file, &value);
+                return PolicyManifest::from_value(file, &value, kubewarden_namespace);
             }
         }
         Err(format!(
@@ -280,69 +181,32 @@ impl PolicyManifest {
         ))
     }
 
-    fn from_value(file: &str, value: &Value) -> Result<(PolicyManifest, Value), String> {
+    fn from_value(
+        file: &str,
+        value: &Value,
+        kubewarden_namespace: &str,
+    ) -> Result<(PolicyManifest, Value), String> {
         let spec = &value["spec"];
-        let kind = value["kind"].as_str().unwrap_or_default().to_owned();
+        let webhook = Webhook::of_policy(value, kubewarden_namespace)
+            .map_err(|why| format!("--policy {file}: {why}"))?;
         let mut manifest = PolicyManifest {
             file: file.to_owned(),
             name: value["metadata"]["name"]
                 .as_str()
                 .unwrap_or_default()
                 .to_owned(),
-            namespace: (kind == "AdmissionPolicy").then(|| {
-                value["metadata"]["namespace"]
-                    .as_str()
-                    .unwrap_or("default")
-                    .to_owned()
-            }),
-            kind,
+            kind: value["kind"].as_str().unwrap_or_default().to_owned(),
+            notes: webhook.notes.clone(),
             ..PolicyManifest::default()
         };
-        let bad = |why: String| format!("--policy {file}: {why}");
-        for rule in spec["rules"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-        {
-            manifest.rules.push(Rule {
-                api_groups: strings(&rule["apiGroups"]),
-                resources: strings(&rule["resources"]),
-                operations: strings(&rule["operations"]),
-            });
-        }
-        let namespace_selector = &spec["namespaceSelector"];
-        if !namespace_selector.is_null() {
-            let selector = Selector::read(namespace_selector)
-                .map_err(|e| bad(format!("namespaceSelector: {e}")))?;
-            if !selector.match_labels.is_empty() {
-                manifest.notes.push(
-                    "namespaceSelector.matchLabels is dropped by Kubewarden's controller: \
-                     only its matchExpressions select namespaces"
-                        .into(),
-                );
-            }
-            manifest.namespace_expressions = selector.expressions;
-        }
-        if !spec["objectSelector"].is_null() {
-            let selector = Selector::read(&spec["objectSelector"])
-                .map_err(|e| bad(format!("objectSelector: {e}")))?;
-            manifest.object_selector = Some(selector);
-        }
-        let conditions: Vec<(String, String)> = spec["matchConditions"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .map(|c| {
-                let text = |k: &str| c[k].as_str().unwrap_or_default().to_owned();
-                (text("name"), text("expression"))
-            })
-            .collect();
-        if !conditions.is_empty() {
-            let ignore = spec["failurePolicy"] == "Ignore";
-            let compiled = crate::conditions::Conditions::new(&conditions, ignore);
+        if !webhook.match_conditions.is_empty() {
+            let compiled = crate::conditions::Conditions::new(
+                &webhook.match_conditions,
+                webhook.ignore_failures,
+            );
             manifest.conditions = Some(std::sync::Arc::new(compiled));
         }
+        manifest.webhook = webhook;
         if spec["mode"] == "monitor" {
             manifest.notes.push(
                 "mode: monitor: policy-server only logs these patches, it applies none".into(),
@@ -362,104 +226,9 @@ impl PolicyManifest {
     }
 }
 
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-impl Rule {
-    fn matches(&self, group: &str, resource: &str, operation: &str) -> bool {
-        let has = |list: &[String], want: &str| list.iter().any(|v| v == "*" || v == want);
-        has(&self.api_groups, group)
-            && has(&self.resources, resource)
-            && has(&self.operations, operation)
-    }
-}
-
-impl Selector {
-    fn read(value: &Value) -> Result<Selector, String> {
-        let mut selector = Selector::default();
-        if let Some(labels) = value["matchLabels"].as_object() {
-            for (key, v) in labels {
-                let v = v
-                    .as_str()
-                    .ok_or_else(|| format!("matchLabels.{key} is not a string"))?;
-                selector.match_labels.push((key.clone(), v.to_owned()));
-            }
-        }
-        for expression in value["matchExpressions"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-        {
-            let key = expression["key"]
-                .as_str()
-                .ok_or("a matchExpression without key")?
-                .to_owned();
-            let operator = match expression["operator"].as_str() {
-                Some("In") => Operator::In,
-                Some("NotIn") => Operator::NotIn,
-                Some("Exists") => Operator::Exists,
-                Some("DoesNotExist") => Operator::DoesNotExist,
-                other => return Err(format!("matchExpression {key}: unknown operator {other:?}")),
-            };
-            selector.expressions.push(Requirement {
-                key,
-                operator,
-                values: strings(&expression["values"]),
-            });
-        }
-        Ok(selector)
-    }
-
-    /// Label selector semantics: every `matchLabels` pair and every
-    /// expression must hold.
-    pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
-        let get = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-        self.match_labels
-            .iter()
-            .all(|(k, v)| get(k) == Some(v.as_str()))
-            && self.expressions.iter().all(|r| r.matches(get(&r.key)))
-    }
-}
-
-impl Requirement {
-    /// `value`: the label's value, `None` when the label is absent.
-    pub fn matches(&self, value: Option<&str>) -> bool {
-        let listed = value.is_some_and(|v| self.values.iter().any(|x| x == v));
-        match self.operator {
-            Operator::In => listed,
-            Operator::NotIn => !listed,
-            Operator::Exists => value.is_some(),
-            Operator::DoesNotExist => value.is_none(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn label_selectors_read_as_kubernetes_reads_them() {
-        let selector = Selector::read(&json!({"matchLabels": {"a": "1"}, "matchExpressions": [
-            {"key": "sidecar.istio.io/inject", "operator": "NotIn", "values": ["false"]}]}))
-        .unwrap();
-        let labels = |v: Value| v.as_object().cloned();
-        assert!(selector.matches(labels(json!({"a": "1"})).as_ref()));
-        assert!(!selector
-            .matches(labels(json!({"a": "1", "sidecar.istio.io/inject": "false"})).as_ref()));
-        assert!(!selector.matches(None));
-    }
 
     #[test]
     fn settings_are_validated_by_the_policy() {

@@ -253,11 +253,10 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
         let resources = "jobs,cronjobs,pods";
         scanner.scan.sources.push(kubectl.describe(resources));
         kubectl.get(resources, &mut |found| scanner.take(found))?;
-        let wants_labels = config.policy.as_ref().is_some_and(|p| {
-            p.namespace_expressions
-                .iter()
-                .any(|r| r.key != istio_job_sidecar_istio_name())
-        });
+        let wants_labels = config
+            .policy
+            .as_ref()
+            .is_some_and(|p| p.webhook.needs_namespace_labels());
         if wants_labels {
             let all = Kubectl {
                 namespace: None,
@@ -350,10 +349,6 @@ fn stdin_is_data() -> bool {
         }
         Err(_) => false,
     }
-}
-
-fn istio_job_sidecar_istio_name() -> &'static str {
-    istio_job_sidecar_cli::config::NAMESPACE_NAME_LABEL
 }
 
 fn render(args: RenderArgs) -> Result<u8, String> {

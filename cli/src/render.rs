@@ -434,23 +434,16 @@ impl<'c> Renderer<'c> {
             .as_str()
             .unwrap_or(&self.default_namespace)
             .to_owned();
-        let resource = match kind {
-            Kind::Job => "jobs",
-            Kind::CronJob => "cronjobs",
-            Kind::Pod => "pods",
-        };
         let who = format!("{kind_name}/{}", metadata["name"].as_str().unwrap_or("?"));
+        let create = request("CREATE", object, &namespace);
         let sent = self
             .config
-            .sent_for_object(resource, group, "CREATE", object, &namespace)
+            .sent_for_object(&create)
             .and(
                 self.config
                     .sent_for_namespace(&namespace, self.namespaces.get(&namespace)),
             )
-            .and(
-                self.config
-                    .sent_for_conditions(&request("CREATE", object, &namespace)),
-            );
+            .and(self.config.sent_for_conditions(&create));
         match sent {
             Sent::No(why) => {
                 self.messages

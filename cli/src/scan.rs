@@ -249,18 +249,11 @@ impl<'c> Scanner<'c> {
                 )
             }
         };
-        let (group, resource) = match kind {
-            Kind::Job => ("batch", "jobs"),
-            Kind::CronJob => ("batch", "cronjobs"),
-            Kind::Pod => ("", "pods"),
-        };
+        let admission = request(operation, &object, namespace);
         let sent = self
             .config
-            .sent_for_object(resource, group, operation, &object, namespace)
-            .and(
-                self.config
-                    .sent_for_conditions(&request(operation, &object, namespace)),
-            );
+            .sent_for_object(&admission)
+            .and(self.config.sent_for_conditions(&admission));
         let want = Want {
             patch: self.options.keep_patches,
             admitted: false,

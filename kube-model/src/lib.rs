@@ -10,7 +10,9 @@
 //! - `controllers`: what the CronJob and Job controllers copy down;
 //! - `kube`: the API server's defaults, the Pod rules no schema states,
 //!   what is stored, and comparison up to what Kubernetes drops;
-//! - `istio`: Istio's sidecar injector.
+//! - `istio`: Istio's sidecar injector;
+//! - `webhook`: which requests the API server sends to the webhook
+//!   Kubewarden's controller installs for a policy.
 //!
 //! Nothing here decides what the policy does: that is the policy crate's.
 
@@ -20,3 +22,4 @@ pub mod controllers;
 pub mod istio;
 pub mod kube;
 mod names;
+pub mod webhook;
