@@ -641,8 +641,8 @@ def case(name):
 def template(obj):
     return obj["spec"]["jobTemplate"]["spec"]["template"]
 
-sys.path.insert(0, "test_data")
-from json_patch import apply as apply_patch
+# python3 -c runs from the repository root, which holds the harness package
+from harness.json_patch import apply as apply_patch
 
 def admitted(request_path, name):
     """What kwctl answered to a request: the stored object, the warnings,
@@ -1052,14 +1052,14 @@ run_example() {
 # The tool runs the policy crate natively, kwctl the module: every patch and
 # warning `scan -o json` reports for a CREATE or UPDATE of an object of its
 # inputs (kubectl's, a cluster dump, Istio's kube-inject outputs) must be
-# what kwctl answers for the same request (cli/tests/kwctl_agrees.py).
+# what kwctl answers for the same request (harness/cli_tests/kwctl_agrees.py).
 scan_agrees_with_kwctl() {
 	local settings="$1" cli="${CLI:-target/debug/kubectl-istio_job_sidecar}" scan
 	[ -n "${CLI:-}" ] || cargo build --locked -q -p istio-job-sidecar-cli
 	scan="$BATS_TEST_TMPDIR/scan.json"
 	"$cli" scan cli/tests/data/manifests cli/tests/data/kustomized.yaml cli/tests/data/cluster.json \
 		test_data/fixtures --settings "$settings" --now 2025-12-08T16:32:00Z -o json >"$scan"
-	run python3 cli/tests/kwctl_agrees.py "$scan" "$settings" "$POLICY"
+	run python3 -m harness.cli_tests.kwctl_agrees "$scan" "$settings" "$POLICY"
 	echo "$output"
 	[ "$status" -eq 0 ]
 }

@@ -154,23 +154,9 @@ fn controller_ref(owner: &Value, api_version: &str, kind: &str) -> Value {
 }
 
 /// `minute` (since the epoch) as RFC 3339 in UTC, as Go's
-/// `time.RFC3339` writes a time without seconds.
+/// `time.RFC3339` writes it.
 fn rfc3339(minute: i64) -> String {
-    let secs = minute * 60;
-    let days = secs.div_euclid(86_400);
-    let rest = secs.rem_euclid(86_400);
-    let (h, m) = (rest / 3600, (rest % 3600) / 60);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(mo <= 2);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:00Z")
+    crate::time::format_rfc3339(minute * 60)
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@
 //! - `kube`: the API server's defaults, the Pod rules no schema states,
 //!   what is stored, and comparison up to what Kubernetes drops;
 //! - `istio`: Istio's sidecar injector;
+//! - `policy`: the one trait that asks the policy (native, wasm or kwctl);
+//! - `time`: times as Kubernetes writes them (RFC 3339);
 //! - `webhook`: which requests the API server sends to the webhook
 //!   Kubewarden's controller installs for a policy.
 //!
@@ -22,4 +24,6 @@ pub mod controllers;
 pub mod istio;
 pub mod kube;
 mod names;
+pub mod policy;
+pub mod time;
 pub mod webhook;
