@@ -20,6 +20,7 @@
 //! - `normalize`: two objects compared as Kubernetes reads them: `null`
 //!   members, empty maps and empty lists mean "absent".
 
+use crate::workload::{pod_template, template_spec_field, Kind};
 use serde_json::{Map, Value};
 
 /// Members whose empty value Go's `omitempty` drops (maps and lists of
@@ -148,17 +149,13 @@ fn default_container(container: &mut Value, pod: bool) {
 /// What the API server refuses of `object` after the mutating webhooks;
 /// the error says why, as the API server would.
 pub fn validate(object: &Value) -> Result<(), String> {
-    let kind = object["kind"].as_str().unwrap_or_default();
-    let template = match kind {
-        "Pod" => return validate_pod_spec(&object["spec"], "spec"),
-        "Job" => &object["spec"]["template"],
-        "CronJob" => &object["spec"]["jobTemplate"]["spec"]["template"],
-        _ => return Ok(()),
+    let handled = crate::workload::kind_of(object);
+    let (kind, at) = match handled {
+        Some(Kind::Pod) => return validate_pod_spec(&object["spec"], "spec"),
+        Some(kind) => (kind.as_str(), template_spec_field(kind)),
+        None => return Ok(()),
     };
-    let at = match kind {
-        "Job" => "spec.template.spec",
-        _ => "spec.jobTemplate.spec.template.spec",
-    };
+    let template = pod_template(object);
     match template["spec"]["restartPolicy"].as_str() {
         Some("OnFailure" | "Never") => {}
         other => {
@@ -167,7 +164,7 @@ pub fn validate(object: &Value) -> Result<(), String> {
             ))
         }
     }
-    validate_pod_spec(&template["spec"], at).map_err(|e| format!("{kind} is invalid: {e}"))
+    validate_pod_spec(&template["spec"], &at).map_err(|e| format!("{kind} is invalid: {e}"))
 }
 
 /// `validateInitContainers` and `validateContainers`, as far as the

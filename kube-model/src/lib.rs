@@ -14,7 +14,8 @@
 //! - `policy`: the one trait that asks the policy (native, wasm or kwctl);
 //! - `time`: times as Kubernetes writes them (RFC 3339);
 //! - `webhook`: which requests the API server sends to the webhook
-//!   Kubewarden's controller installs for a policy.
+//!   Kubewarden's controller installs for a policy;
+//! - `workload`: where a workload's pod template is, by the policy's rule.
 //!
 //! Nothing here decides what the policy does: that is the policy crate's.
 
@@ -27,3 +28,4 @@ mod names;
 pub mod policy;
 pub mod time;
 pub mod webhook;
+pub mod workload;

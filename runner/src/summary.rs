@@ -9,11 +9,13 @@ use crate::admission::Evaluation;
 
 /// Where the pod template of a workload is, as a JSON pointer
 /// ("" for a Pod, which is its own template).
-pub fn pod_template_pointer(object: &Value) -> Option<&'static str> {
+pub fn pod_template_pointer(object: &Value) -> Option<String> {
+    if let Some(kind) = kube_model::workload::kind_of(object) {
+        return Some(kube_model::workload::template_pointer(kind));
+    }
+    // The workloads the policy leaves alone keep theirs where a Job does.
     match object.get("kind").and_then(Value::as_str)? {
-        "Pod" => Some(""),
-        "CronJob" => Some("/spec/jobTemplate/spec/template"),
-        "Job" | "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => Some("/spec/template"),
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => Some("/spec/template".into()),
         _ => None,
     }
 }
@@ -73,12 +75,12 @@ pub fn summary(evaluation: &Evaluation) -> String {
     }
     match evaluation.patched_object() {
         Ok(patched) => {
-            let pointer = pod_template_pointer(&patched).unwrap_or("");
-            let template = patched.pointer(pointer).unwrap_or(&patched);
+            let pointer = pod_template_pointer(&patched).unwrap_or_default();
+            let template = patched.pointer(&pointer).unwrap_or(&patched);
             let shown = if pointer.is_empty() {
                 "the object"
             } else {
-                pointer
+                pointer.as_str()
             };
             let _ = writeln!(out, "mutated pod template ({shown}):");
             let yaml = serde_yaml::to_string(template).unwrap_or_else(|e| format!("({e})"));
@@ -99,8 +101,8 @@ pub fn summary(evaluation: &Evaluation) -> String {
 /// container's command.
 pub fn template_facts(object: &Value, all_annotations: bool) -> Vec<(String, String)> {
     let mut facts = Vec::new();
-    let pointer = pod_template_pointer(object).unwrap_or("");
-    let Some(template) = object.pointer(pointer) else {
+    let pointer = pod_template_pointer(object).unwrap_or_default();
+    let Some(template) = object.pointer(&pointer) else {
         return facts;
     };
     if let Some(annotations) = template

@@ -72,18 +72,9 @@ fn injected_job_with_init() -> Value {
     job
 }
 
-/// The pod template of a Job or CronJob (a Pod is its own).
-fn template(object: &mut Value) -> &mut Value {
-    match object["kind"].as_str() {
-        Some("Job") => &mut object["spec"]["template"],
-        Some("CronJob") => &mut object["spec"]["jobTemplate"]["spec"]["template"],
-        _ => object,
-    }
-}
-
 fn with_meta(mut object: Value, on: &str, map: &str, key: &str, value: &str) -> Value {
     let owner = match on {
-        "template" => template(&mut object),
+        "template" => kube_model::workload::pod_template_mut(&mut object),
         "jobTemplate" => &mut object["spec"]["jobTemplate"],
         _ => &mut object,
     };
