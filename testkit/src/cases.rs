@@ -801,12 +801,12 @@ enum Input {
 }
 
 /// One golden case: its name (its directory) and how its input is made.
-pub struct Case {
+pub struct GoldenCase {
     pub name: String,
     input: Input,
 }
 
-impl Case {
+impl GoldenCase {
     /// The case whose result this one's input is made from, if any.
     pub fn first_pass(&self) -> Option<&str> {
         match &self.input {
@@ -818,7 +818,7 @@ impl Case {
 
 /// Every golden case, in one list.
 pub struct Cases {
-    list: Vec<Case>,
+    list: Vec<GoldenCase>,
 }
 
 /// A case's input: `request.json` and `settings.json`.
@@ -859,7 +859,7 @@ impl Cases {
         self.list.iter().map(|c| c.name.as_str())
     }
 
-    pub fn get(&self, name: &str) -> Option<&Case> {
+    pub fn get(&self, name: &str) -> Option<&GoldenCase> {
         self.list.iter().find(|c| c.name == name)
     }
 
@@ -902,7 +902,7 @@ impl Cases {
     }
 
     fn given(&mut self, name: impl Into<String>, request: Json, settings: Json) {
-        self.push(Case {
+        self.push(GoldenCase {
             name: name.into(),
             input: Input::Given { request, settings },
         });
@@ -915,7 +915,7 @@ impl Cases {
         settings: Json,
         edit: impl Fn(&mut Json) + Send + Sync + 'static,
     ) {
-        self.push(Case {
+        self.push(GoldenCase {
             name: name.into(),
             input: Input::After {
                 first: first.into(),
@@ -925,7 +925,7 @@ impl Cases {
         });
     }
 
-    fn push(&mut self, case: Case) {
+    fn push(&mut self, case: GoldenCase) {
         assert!(self.get(&case.name).is_none(), "{}: named twice", case.name);
         self.list.push(case);
     }
