@@ -267,7 +267,7 @@ cli:
 SCAN_BENCH_SCALE ?= 1
 
 scan-bench: cli
-	python3 cli/scan_bench.py --cli $(CLI) --workdir target/scan-bench --scale $(SCAN_BENCH_SCALE)
+	python3 -m harness.cli_tests.scan_bench --cli $(CLI) --workdir target/scan-bench --scale $(SCAN_BENCH_SCALE)
 
 # --- Reliability (RELIABILITY.md) --------------------------------------------
 # tests/properties/ runs its default cases per property in `make test`; the long

@@ -1,4 +1,4 @@
-//! The release's krew manifest (`cli/krew_manifest.py`, run by
+//! The release's krew manifest (`harness/krew_manifest.py`, run by
 //! `.github/workflows/release.yml`): one platform per archive the release
 //! builds, each with the archive's sha256 and the binary kubectl runs.
 
@@ -34,9 +34,9 @@ fn the_krew_manifest_has_every_archive_with_its_checksum() {
         std::fs::write(&archive, format!("an archive for {target}")).unwrap();
         archives.push(archive.display().to_string());
     }
-    let script = root().join("cli/krew_manifest.py");
     let out = Command::new("python3")
-        .arg(&script)
+        .current_dir(root())
+        .args(["-m", "harness.krew_manifest"])
         .args([
             "--version",
             "v9.8.7",
@@ -80,7 +80,8 @@ fn the_krew_manifest_has_every_archive_with_its_checksum() {
     let odd = dir.join("kubectl-istio_job_sidecar-v9.8.7-riscv64gc-unknown-linux-gnu.tar.gz");
     std::fs::write(&odd, "x").unwrap();
     let refused = Command::new("python3")
-        .arg(&script)
+        .current_dir(root())
+        .args(["-m", "harness.krew_manifest"])
         .args([
             "--version",
             "v9.8.7",

@@ -22,7 +22,8 @@ import re
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+# the repository's root: harness/cli_tests/ is two levels below it
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOW = "2025-12-08T16:32:00Z"
 
 # Objects per form for about 100 MB (JSON's 4-space indentation is the
@@ -68,7 +69,7 @@ def main():
         n = max(1, int(objects * args.scale))
         with open(path, "w") as f:
             subprocess.run([sys.executable, "-m", "harness.cli_tests.make_large", str(n), kind],
-                           stdout=f, check=True, cwd=os.path.dirname(HERE))
+                           stdout=f, check=True, cwd=ROOT)
         size = os.path.getsize(path)
         for run, template in RUNS:
             argv = [a.replace("{input}", path) for a in template]
