@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-use policy_testkit::journey::{admission_request, apply_patch, Admission, Validate};
+use kube_model::policy::{Policy, Validate};
+use policy_testkit::journey::{admission_request, apply_patch};
 use policy_testkit::names::{MODE, NATIVE};
 use serde_json::{json, Value};
 
@@ -171,7 +172,7 @@ fn istios_kube_inject_outputs_under_quit_endpoint() {
 // ----------------------------------------- scan: the policy's own answers
 
 /// Every patch the scan reports is the one Kubewarden would send for the
-/// same request: the journey harness's `Validate` (the policy's `validate`,
+/// same request: kube-model's `policy::Validate` (the policy's `validate`,
 /// answered as policy-server answers) on the request rebuilt from the input.
 #[test]
 fn the_scan_reports_the_policys_own_patches() {
@@ -436,7 +437,7 @@ fn render_as_a_helm_post_renderer() {
 }
 
 /// Every object `render` writes is the request's object with the patch
-/// Kubewarden computes applied (the journey harness's `Validate`), value
+/// Kubewarden computes applied (kube-model's `policy::Validate`), value
 /// for value; so a cluster with the policy installed admits it unchanged.
 #[test]
 fn render_writes_the_admitted_object() {

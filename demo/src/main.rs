@@ -21,7 +21,7 @@ fn main() -> ExitCode {
 }
 
 fn run(out: &mut dyn Write) -> Result<()> {
-    let policy = NativePolicy;
+    let mut policy = NativePolicy;
     writeln!(
         out,
         "policy-demo: the policy runs natively here (the same Rust code policy.wasm is built from, \
@@ -30,5 +30,5 @@ fn run(out: &mut dyn Write) -> Result<()> {
         policy.protocol_version()?
     )
     .map_err(|e| Error::Input(format!("cannot write the demo: {e}")))?;
-    demo::run(&policy, out)
+    demo::run(&mut policy, out)
 }

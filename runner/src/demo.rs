@@ -1,37 +1,20 @@
 //! The demo: the policy on a sample CronJob and on Istio's kube-injected Job,
 //! in each mode, showing what changed. `policy-runner demo` runs it on the
 //! wasm module in the engine; `policy-demo` (`make demo`) on the policy crate
-//! linked natively. Both print the same text after their first line.
+//! linked natively. Both print the same text after their first line: the
+//! demo asks either as every caller asks a policy
+//! (`kube_model::policy::Policy`), its settings too, so that a mode a build
+//! of the module does not know is reported and skipped.
 
 use std::io::Write;
 
+use kube_model::policy::{Admitted, Policy};
 use serde_json::{json, Value};
 
 use crate::admission::Evaluation;
 use crate::error::{Error, Result};
-use crate::protocol::SettingsValidation;
+use crate::protocol::ValidationResponse;
 use crate::summary::{changed_facts, patch_lines, template_facts};
-
-/// What the demo asks of a policy: the module in the engine (`host::Policy`,
-/// feature `engine`) or the same code linked natively
-/// (`native::NativePolicy`, feature `native`).
-pub trait Validator {
-    /// `validate_settings`: the policy's own answer.
-    fn validate_settings(&self, settings: &Value) -> Result<SettingsValidation>;
-    /// `validate` on an AdmissionRequest, with the patch Kubewarden computes.
-    fn validate(&self, request: &Value, settings: &Value) -> Result<Evaluation>;
-}
-
-#[cfg(feature = "engine")]
-impl Validator for crate::host::Policy {
-    fn validate_settings(&self, settings: &Value) -> Result<SettingsValidation> {
-        crate::host::Policy::validate_settings(self, settings)
-    }
-
-    fn validate(&self, request: &Value, settings: &Value) -> Result<Evaluation> {
-        crate::host::Policy::validate(self, request, settings)
-    }
-}
 
 /// A demo request, embedded so the demo needs no file outside the binary.
 pub struct Sample {
@@ -60,7 +43,7 @@ pub const SAMPLES: [Sample; 2] = [
 /// `validate_settings` are reported and skipped.
 pub const MODES: [&str; 3] = ["nativeSidecar", "exitOnJobCompletion", "quitEndpoint"];
 
-pub fn run(policy: &dyn Validator, out: &mut dyn Write) -> Result<()> {
+pub fn run(policy: &mut dyn Policy, out: &mut dyn Write) -> Result<()> {
     let io = |e: std::io::Error| Error::Input(format!("cannot write the demo: {e}"));
     writeln!(
         out,
@@ -80,7 +63,7 @@ pub fn run(policy: &dyn Validator, out: &mut dyn Write) -> Result<()> {
         }
         for mode in MODES {
             let settings = json!({ "mode": mode });
-            let check = policy.validate_settings(&settings)?;
+            let check = policy.validate_settings(&settings).map_err(Error::Input)?;
             if !check.valid {
                 let why = check.message.unwrap_or_default();
                 writeln!(
@@ -90,7 +73,8 @@ pub fn run(policy: &dyn Validator, out: &mut dyn Write) -> Result<()> {
                 .map_err(io)?;
                 continue;
             }
-            let evaluation = policy.validate(&request, &settings)?;
+            let admitted = policy.admit(&request, &settings).map_err(Error::Input)?;
+            let evaluation = record(&request, admitted)?;
             let verdict = if evaluation.allowed() {
                 "accepted"
             } else {
@@ -120,4 +104,29 @@ pub fn run(policy: &dyn Validator, out: &mut dyn Write) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The runner's record of an answer (`Evaluation`), for the summary's
+/// patch lines and the patched object: the request's object, the verdict,
+/// message and warnings, and the patch the engine sends.
+fn record(request: &Value, admitted: Admitted) -> Result<Evaluation> {
+    let patch = admitted
+        .patch
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|e| Error::Input(format!("the answer's patch is no JSON Patch: {e}")))?;
+    Ok(Evaluation {
+        uid: request["uid"].as_str().unwrap_or("").to_owned(),
+        object: request.get("object").cloned().unwrap_or(Value::Null),
+        response: ValidationResponse {
+            accepted: admitted.accepted,
+            message: admitted.message,
+            warnings: Some(admitted.warnings),
+            // The patch is the engine's already: no returned object to
+            // compute it from again.
+            ..ValidationResponse::accept(None)
+        },
+        patch,
+        logs: Vec::new(),
+    })
 }

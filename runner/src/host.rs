@@ -135,6 +135,31 @@ impl Policy {
     }
 }
 
+/// The module in the engine, asked as every caller asks a policy: the
+/// answer policy-server gives the API server (`crate::admitted`), and the
+/// module's own `validate_settings`.
+impl kube_model::policy::Policy for Policy {
+    fn admit(
+        &mut self,
+        request: &Value,
+        settings: &Value,
+    ) -> std::result::Result<kube_model::policy::Admitted, String> {
+        let evaluation = self
+            .validate(request, settings)
+            .map_err(|e| e.to_string())?;
+        crate::admitted(&evaluation).map_err(|e| e.to_string())
+    }
+
+    fn validate_settings(
+        &mut self,
+        settings: &Value,
+    ) -> std::result::Result<kube_model::policy::Settings, String> {
+        Policy::validate_settings(self, settings)
+            .map(crate::settings_answer)
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// How often the shared engine's epoch advances, and after how many ticks a
 /// guest call is interrupted: 2 s, policy-server's default policy timeout,
 /// so a module that loops fails the call instead of hanging tests and CI.

@@ -2,7 +2,11 @@
 //! the way Kubewarden's policy-server and `kwctl run` do, built on the same
 //! engine (`wapc` 2.1, `wasmtime-provider` 2.19 = wasmtime 44, as Kubewarden
 //! 1.35's kwctl and policy-server; `json-patch` 4 for the patch). The CLI (`run`, `demo`, `bench`) and the wasm-level tests
-//! use this library.
+//! use this library. The module in the engine (`host::Policy`) and the
+//! policy crate linked natively (`native::NativePolicy`) answer as
+//! `kube_model::policy::Policy`, the one trait every caller of a policy
+//! uses; `Evaluation` is the runner's fuller record of one call (the
+//! guest's own answer and logs), for `run` and `bench`.
 //!
 //! Features: `engine` (default) is the wasm engine and everything that needs
 //! it (`host`, `bench`, `memory`, the CLI); `native` (default) links the
@@ -32,10 +36,42 @@ pub use protocol::{GuestLog, SettingsValidation, ValidationResponse};
 
 use std::path::{Path, PathBuf};
 
+use kube_model::policy::Admitted;
+
 /// The workspace root (where `policy.wasm` and `test_data/` are), found from
 /// this crate's manifest directory at build time.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// What the engine gives the API server for `evaluation`, as
+/// `kube_model::policy::Policy` answers: the verdict, message and warnings
+/// of the AdmissionResponse (`Evaluation::admission_response`), and its
+/// patch as JSON.
+pub fn admitted(evaluation: &Evaluation) -> Result<Admitted> {
+    let response = evaluation.admission_response()?;
+    let patch = match (&response.patch, &evaluation.patch) {
+        (Some(_), Some(patch)) => {
+            Some(serde_json::to_value(patch).map_err(|e| Error::Input(e.to_string()))?)
+        }
+        _ => None,
+    };
+    Ok(Admitted {
+        accepted: response.allowed,
+        message: response.status.and_then(|status| status.message),
+        patch,
+        warnings: response.warnings.unwrap_or_default(),
+    })
+}
+
+/// The policy's `validate_settings` answer, as `kube_model::policy::Policy`
+/// gives it.
+#[cfg(any(feature = "engine", feature = "native"))]
+pub(crate) fn settings_answer(answer: SettingsValidation) -> kube_model::policy::Settings {
+    kube_model::policy::Settings {
+        valid: answer.valid,
+        message: answer.message,
+    }
 }

@@ -128,13 +128,13 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Demo { wasm } => {
-            let policy = Policy::load(&wasm)?;
+            let mut policy = Policy::load(&wasm)?;
             println!(
                 "policy-runner demo: {} (waPC protocol {})",
                 wasm.display(),
                 policy.protocol_version()?
             );
-            demo::run(&policy, &mut std::io::stdout().lock())
+            demo::run(&mut policy, &mut std::io::stdout().lock())
         }
         Command::Bench {
             wasm,

@@ -7,7 +7,6 @@
 use serde_json::Value;
 
 use crate::admission::Evaluation;
-use crate::demo::Validator;
 use crate::error::{Error, Result};
 use crate::protocol::{parse_answer, validate_payload, SettingsValidation, ValidationResponse};
 
@@ -43,10 +42,9 @@ impl NativePolicy {
             other => other.to_string(),
         })
     }
-}
 
-impl Validator for NativePolicy {
-    fn validate_settings(&self, settings: &Value) -> Result<SettingsValidation> {
+    /// `validate_settings`: the policy's own answer.
+    pub fn validate_settings(&self, settings: &Value) -> Result<SettingsValidation> {
         let payload = serde_json::to_vec(settings).map_err(|e| Error::Input(e.to_string()))?;
         let raw = self.call(
             "validate_settings",
@@ -56,11 +54,35 @@ impl Validator for NativePolicy {
         parse_answer("validate_settings", &raw)
     }
 
-    fn validate(&self, request: &Value, settings: &Value) -> Result<Evaluation> {
+    /// `validate` on an AdmissionRequest, with the patch Kubewarden computes.
+    pub fn validate(&self, request: &Value, settings: &Value) -> Result<Evaluation> {
         let payload = validate_payload(request, settings)?;
         let raw = self.call("validate", istio_job_sidecar_policy::validate, &payload)?;
         let response: ValidationResponse = parse_answer("validate", &raw)?;
         // The policy logs nothing through the host; natively there is no host.
         Ok(Evaluation::new(request, response, Vec::new()))
+    }
+}
+
+/// The policy crate natively, asked as every caller asks a policy, with
+/// the answer the module gives in the engine.
+impl kube_model::policy::Policy for NativePolicy {
+    fn admit(
+        &mut self,
+        request: &Value,
+        settings: &Value,
+    ) -> std::result::Result<kube_model::policy::Admitted, String> {
+        let evaluation =
+            NativePolicy::validate(self, request, settings).map_err(|e| e.to_string())?;
+        crate::admitted(&evaluation).map_err(|e| e.to_string())
+    }
+
+    fn validate_settings(
+        &mut self,
+        settings: &Value,
+    ) -> std::result::Result<kube_model::policy::Settings, String> {
+        NativePolicy::validate_settings(self, settings)
+            .map(crate::settings_answer)
+            .map_err(|e| e.to_string())
     }
 }

@@ -11,11 +11,11 @@ use policy_runner::native::NativePolicy;
 
 #[test]
 fn the_native_demo_prints_what_the_module_in_the_engine_prints() {
-    let module = built_module();
+    let mut module = built_module();
     let mut from_module = Vec::new();
-    demo::run(&module, &mut from_module).expect("the demo runs on policy.wasm");
+    demo::run(&mut module, &mut from_module).expect("the demo runs on policy.wasm");
     let mut native = Vec::new();
-    demo::run(&NativePolicy, &mut native).expect("the demo runs natively");
+    demo::run(&mut NativePolicy, &mut native).expect("the demo runs natively");
     let (from_module, native) = (
         String::from_utf8_lossy(&from_module),
         String::from_utf8_lossy(&native),

@@ -10,16 +10,23 @@
 //! workload that asked for nothing (disabled, injection off, a user's own
 //! choice) get nothing?
 //!
-//! The policy is anything that answers an AdmissionRequest with a JSON
-//! Patch (`Admission`): the policy crate called natively, `policy.wasm` in
-//! the engine, or `kwctl run`.
+//! The policy is anything that answers an AdmissionRequest as the engine
+//! does (`kube_model::policy::Policy`): the policy crate called natively,
+//! `policy.wasm` in the engine, or `kwctl run`. Every answer it gives on
+//! the way must hold what every answer of this policy holds (it accepts,
+//! its warnings fit: `check_verdict`), whoever gives it.
 
 use crate::controllers::{job_from_cronjob, pod_from_job};
 use crate::istio::{self, Mesh, Namespace, Release};
 use crate::kube::{decode, normalize, store, validate};
 use crate::names::{APPLIED, EXIT_KEY, OWNER_MODE};
 use crate::{check_verdict, differences};
+use kube_model::policy::NoPolicy;
 use serde_json::{json, Value};
+
+// Re-exported for the policy crate's tests, which reach kube-model only
+// through this crate.
+pub use kube_model::policy::{Policy, Validate};
 
 /// The namespace a journey's objects live in, unless it says otherwise.
 pub const NAMESPACE: &str = "batch";
@@ -46,48 +53,6 @@ impl Webhooks {
 }
 /// `$0` of the quitEndpoint wrapper: how a wrapped command is told.
 pub const QUIT_NAME: &str = "istio-job-sidecar-quit";
-
-/// What answers admission requests for the policy's webhook.
-pub trait Admission {
-    /// The JSON Patch (a list of operations; `None`: no patch) and the
-    /// warnings for `request`, an AdmissionRequest, under `settings`.
-    fn admit(&mut self, request: &Value, settings: &Value) -> Result<Admitted, String>;
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Admitted {
-    pub patch: Option<Value>,
-    pub warnings: Vec<String>,
-}
-
-/// No policy at all: what the cluster does without it.
-pub struct NoPolicy;
-
-impl Admission for NoPolicy {
-    fn admit(&mut self, _: &Value, _: &Value) -> Result<Admitted, String> {
-        Ok(Admitted::default())
-    }
-}
-
-/// A `validate` function (the policy crate natively, or `policy.wasm`),
-/// answered as policy-server answers: the patch is the difference between
-/// the request's object and the returned one.
-pub struct Validate<F: FnMut(&[u8]) -> Vec<u8>>(pub F);
-
-impl<F: FnMut(&[u8]) -> Vec<u8>> Admission for Validate<F> {
-    fn admit(&mut self, request: &Value, settings: &Value) -> Result<Admitted, String> {
-        let payload = crate::payload(request, Some(settings), crate::Order::PolicyServer);
-        let answer = crate::check_answer(&(self.0)(&payload))?;
-        let patch = answer
-            .mutated
-            .and_then(|mutated| kube_model::answer::patch(&request["object"], &mutated))
-            .map(|patch| serde_json::to_value(patch).unwrap_or_default());
-        Ok(Admitted {
-            patch,
-            warnings: answer.warnings,
-        })
-    }
-}
 
 /// One journey: where the workload starts, what happens to it, and what
 /// each run of its controllers must give.
@@ -254,7 +219,7 @@ impl Trip {
 
 /// The journey of `case` with `policy` answering for the policy's webhook.
 /// An object the API server refuses is not stored: its hop says why.
-pub fn travel(case: &Case, policy: &mut dyn Admission) -> Result<Trip, String> {
+pub fn travel(case: &Case, policy: &mut dyn Policy) -> Result<Trip, String> {
     let mut trip = Trip {
         hops: Vec::new(),
         pods: Vec::new(),
@@ -349,7 +314,7 @@ pub fn travel(case: &Case, policy: &mut dyn Admission) -> Result<Trip, String> {
 /// warning fits; every object the policy patched, sent again as the
 /// policy left it, is not patched again (a second journey from the stored
 /// objects changes nothing).
-pub fn judge(case: &Case, trip: &Trip, policy: &mut dyn Admission) -> Result<(), String> {
+pub fn judge(case: &Case, trip: &Trip, policy: &mut dyn Policy) -> Result<(), String> {
     let without = travel(case, &mut NoPolicy)?;
     // A refusal is the policy's doing unless the cluster refuses the same
     // object without it (a user's own word the policy respects).
@@ -400,7 +365,10 @@ pub fn judge(case: &Case, trip: &Trip, policy: &mut dyn Admission) -> Result<(),
         let old = (hop.operation == "UPDATE").then_some(&hop.admitted);
         let again = decode(&hop.admitted);
         let request = admission_request(&hop.operation, &again, old);
-        if let Some(patch) = policy.admit(&request, &hop.settings)?.patch {
+        let admitted = policy.admit(&request, &hop.settings)?;
+        check_verdict(admitted.accepted, &admitted.warnings)
+            .map_err(|e| format!("{} sent again: {e}", hop.what))?;
+        if let Some(patch) = admitted.patch {
             return Err(format!(
                 "{}: the policy's result sent again is patched again: {patch}",
                 hop.what
@@ -424,7 +392,7 @@ pub enum Clusters {
 /// The first failure names the cluster it happened in.
 pub fn check(
     case: &Case,
-    policy: &mut dyn Admission,
+    policy: &mut dyn Policy,
     golden: Option<&std::path::Path>,
     clusters: Clusters,
 ) -> Result<(), String> {
@@ -450,7 +418,7 @@ pub fn check(
 /// selected), the object defaulted again after its patch and validated.
 fn admit(
     case: &Case,
-    policy: &mut dyn Admission,
+    policy: &mut dyn Policy,
     settings: &Value,
     what: &str,
     object: &Value,
@@ -472,6 +440,7 @@ fn admit(
         let request = admission_request(operation, object, old);
         let admitted = policy
             .admit(&request, settings)
+            .and_then(|a| check_verdict(a.accepted, &a.warnings).map(|()| a))
             .map_err(|e| format!("{what}: {e}"))?;
         if let Some(patch) = &admitted.patch {
             hop.admitted = apply_patch(object, patch).map_err(|e| format!("{what}: {e}"))?;
@@ -488,7 +457,7 @@ fn admit(
 /// sort, each patch defaulted before the next, then validated.
 fn pod_admission(
     case: &Case,
-    policy: &mut dyn Admission,
+    policy: &mut dyn Policy,
     settings: &Value,
     what: &str,
     pod: &Value,
@@ -512,7 +481,7 @@ fn pod_admission(
 /// and stored; `None` when the API server refuses it.
 fn pod_hop(
     case: &Case,
-    policy: &mut dyn Admission,
+    policy: &mut dyn Policy,
     settings: &Value,
     job: &Value,
     trip: &mut Trip,
@@ -765,4 +734,34 @@ fn as_without_policy(pod: &Value) -> Value {
         annotations.remove(OWNER_MODE);
     }
     normalize(&pod)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube_model::policy::Admitted;
+
+    /// A policy that refuses everything, with the engine's own words.
+    struct Refusing;
+
+    impl Policy for Refusing {
+        fn admit(&mut self, _: &Value, _: &Value) -> Result<Admitted, String> {
+            Ok(Admitted {
+                accepted: false,
+                message: Some("no".into()),
+                patch: None,
+                warnings: Vec::new(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_refusal_fails_the_journey_whoever_answers() {
+        let case = crate::journeys::all()
+            .into_iter()
+            .find(|c| c.selected)
+            .expect("a journey the policy's webhook sees");
+        let error = travel(&case, &mut Refusing).expect_err("a refusal is no answer here");
+        assert!(error.contains("never rejects"), "{error}");
+    }
 }

@@ -15,8 +15,9 @@
 //! most of a run's second waiting (it cannot fetch the Sigstore trust root
 //! here), so journeys run side by side, each one's hops in order.
 
-use policy_testkit::journey::{check, Admission, Admitted, Case, Clusters};
-use policy_testkit::{check_verdict, journeys};
+use kube_model::policy::{Admitted, Policy};
+use policy_testkit::journey::{check, Case, Clusters};
+use policy_testkit::journeys;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,7 +31,7 @@ struct Kwctl {
     runs: usize,
 }
 
-impl Admission for Kwctl {
+impl Policy for Kwctl {
     fn admit(&mut self, request: &Value, settings: &Value) -> Result<Admitted, String> {
         self.runs += 1;
         let path = self.scratch.join(format!("request-{}.json", self.runs));
@@ -70,7 +71,6 @@ impl Admission for Kwctl {
                     .collect()
             })
             .unwrap_or_default();
-        check_verdict(response["allowed"] == true, &warnings)?;
         let patch = match response["patch"].as_str() {
             None => None,
             Some(encoded) => {
@@ -81,7 +81,12 @@ impl Admission for Kwctl {
                 Some(serde_json::from_slice(&bytes).map_err(|e| format!("patch not JSON: {e}"))?)
             }
         };
-        Ok(Admitted { patch, warnings })
+        Ok(Admitted {
+            accepted: response["allowed"] == true,
+            message: response["status"]["message"].as_str().map(str::to_owned),
+            patch,
+            warnings,
+        })
     }
 }
 
