@@ -514,14 +514,14 @@ assert_one_proxy() {
 @test "quitEndpoint: status port \"0\" (no status server): nothing wrapped, with a warning" {
 	run_case quit-status-port-zero-warns
 	assert_not_patched
-	assert_warning 'no quit endpoint'
+	assert_warning 'no status server (status.sidecar.istio.io/port): not wrapped'
 }
 
 @test "quitEndpoint: status port \"0\": a wrapper left by an earlier pass is taken off, with its record" {
 	run_case quit-status-port-zero-wrapper-taken-off
 	assert_patched '/command'
 	assert_patched 'istio-job-sidecar~1applied'
-	assert_warning 'no quit endpoint'
+	assert_warning 'no status server (status.sidecar.istio.io/port): not wrapped'
 }
 
 @test "quitEndpoint: every wrapper text of earlier versions is brought up to date, never wrapped twice" {
