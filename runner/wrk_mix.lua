@@ -1,4 +1,4 @@
--- wrk script of `make bench-server` (runner/bench_server.py writes its inputs).
+-- wrk script of `make bench-server` (harness/bench_server/ writes its inputs).
 --
 --   wrk ... -s runner/wrk_mix.lua URL -- MANIFEST [WRONG_FILE]
 --

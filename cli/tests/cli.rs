@@ -1,5 +1,5 @@
 //! The tool as a user runs it: the binary on real inputs (written by
-//! kubectl 1.37, `tests/data/make_inputs.py`, and Istio's own kube-inject
+//! kubectl 1.37, `harness/cli_tests/make_inputs.py`, and Istio's own kube-inject
 //! outputs in `test_data/fixtures/`), every format against its golden file
 //! (`UPDATE_GOLDEN=1` rewrites them), `render` held to Helm's post-renderer
 //! contract and to Kubewarden's patch, and the real kubectl against a

@@ -1,5 +1,5 @@
 //! The tool in the pipelines the README recommends, on inputs as kubectl
-//! 1.37, kustomize and Helm write them (`tests/data/make_inputs.py`): one
+//! 1.37, kustomize and Helm write them (`harness/cli_tests/make_inputs.py`): one
 //! test per way it used to break them. Each output is read back by kubectl
 //! itself (go-yaml v2), PyYAML (YAML 1.1) and serde_yaml (YAML 1.2), which
 //! must all read the policy's edit and nothing else.
