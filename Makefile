@@ -119,7 +119,8 @@ server-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.wasm)
 		CONTROLLER_RELEASE=$$r POLICY_SERVER=$(POLICY_SERVER) bats $(BATS_FLAGS) server.bats webhooks.bats; \
 	done
 
-# Only what the API server sends to each example's webhook (no build, no server).
+# Only what the API server sends to each example's webhook (no server; the
+# requests come from kube-model's `admission-request`, which cargo builds first).
 webhook-tests:
 	@set -e; for r in $(CONTROLLER_RELEASES); do \
 		echo "== Kubewarden controller $$r: webhooks.bats"; \

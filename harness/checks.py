@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from . import apiserver, controller
+from . import apiserver, controller, requests
 from .json_patch import apply as apply_patch
 from .policy_server import PolicyServer, StartFailed
 
@@ -430,29 +430,20 @@ def workload(row):
         template["metadata"] = dict(pod_meta, creationTimestamp=None)
     if kind == "Pod":
         obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
-        group, version, resource = "", "v1", "pods"
     elif kind == "Job":
         obj = {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": {"template": template}}
-        group, version, resource = "batch", "v1", "jobs"
     elif kind == "CronJob":
         job_template = {"spec": {"template": template}}
         if row.get("jobTemplateAnnotations"):
             job_template["metadata"] = {"annotations": dict(row["jobTemplateAnnotations"])}
         obj = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta,
                "spec": {"schedule": "0 2 * * *", "jobTemplate": job_template}}
-        group, version, resource = "batch", "v1", "cronjobs"
     elif kind == "Deployment":
         obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {"template": template}}
-        group, version, resource = "apps", "v1", "deployments"
     else:
         raise ValueError("unknown kind %s" % kind)
-    request = {
-        "uid": "00000000-0000-0000-0000-000000000000",
-        "kind": {"group": group, "version": version, "kind": kind},
-        "resource": {"group": group, "version": version, "resource": resource},
-        "name": "work", "namespace": namespace, "operation": operation,
-        "object": obj, "oldObject": copy.deepcopy(obj) if operation == "UPDATE" else None,
-    }
+    old = copy.deepcopy(obj) if operation == "UPDATE" else None
+    request = requests.request(operation, obj, old=old, namespace=namespace)
     if row.get("subResource"):
         request["subResource"] = row["subResource"]
     return apiserver.admission_request(request)

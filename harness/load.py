@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from . import apiserver, controller
+from . import apiserver, controller, requests
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "test_data" / "fixtures"
@@ -33,23 +33,12 @@ PROXY_CONFIG_YAML = ("holdApplicationUntilProxyStarts: true\nterminationDrainDur
                      "proxyMetadata:\n  ISTIO_META_DNS_CAPTURE: \"true\"\n"
                      "  ISTIO_META_DNS_AUTO_ALLOCATE: \"true\"\n")
 
-GVR = {
-    "Pod": ({"group": "", "version": "v1", "kind": "Pod"}, {"group": "", "version": "v1", "resource": "pods"}),
-    "Job": ({"group": "batch", "version": "v1", "kind": "Job"},
-            {"group": "batch", "version": "v1", "resource": "jobs"}),
-    "CronJob": ({"group": "batch", "version": "v1", "kind": "CronJob"},
-                {"group": "batch", "version": "v1", "resource": "cronjobs"}),
-}
-
-
 def admission_request(obj, operation="CREATE", old=None, uid=None):
     """The AdmissionRequest the API server sends for `obj` (its kind, name
-    and namespace read from it)."""
-    kind, resource = GVR[obj["kind"]]
-    meta = obj.get("metadata") or {}
-    request = {"uid": uid or "bench", "kind": kind, "resource": resource,
-               "name": meta.get("name") or "", "namespace": meta.get("namespace") or "default",
-               "operation": operation, "object": obj, "oldObject": old}
+    and namespace read from it; `default` when it names none)."""
+    namespace = (obj.get("metadata") or {}).get("namespace") or "default"
+    request = requests.request(operation, obj, old=old, namespace=namespace)
+    request["uid"] = uid or "bench"
     return apiserver.admission_request(request)
 
 

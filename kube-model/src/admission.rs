@@ -31,8 +31,8 @@ pub const REQUEST_UID: &str = "705ab4f5-6393-11e8-b7cc-42010a800002";
 ///
 /// - `kind`/`resource` from the object's `apiVersion` and `kind` (the
 ///   resource is the kind's plural, as for every kind the policy sees);
-/// - `userInfo`: the controller that makes an owned Job or Pod (the
-///   CronJob's and the Job's service accounts), else an admin;
+/// - `userInfo`: the controller that makes an owned Job or Pod (its
+///   service account), else the cluster's admin;
 /// - `object` and `oldObject` as the operation carries them: a DELETE has
 ///   no `object` (null) and the stored object as `oldObject`; a CONNECT
 ///   neither;
@@ -43,11 +43,25 @@ pub fn request(operation: &str, object: &Value, old: Option<&Value>, namespace: 
     let (group, version) = group_version(object);
     let gvk = json!({"group": group, "version": version, "kind": kind});
     let gvr = json!({"group": group, "version": version, "resource": plural(kind)});
-    let by_controller = object["metadata"]["ownerReferences"].is_array();
-    let username = match kind {
-        "Pod" if by_controller => "system:serviceaccount:kube-system:job-controller",
-        "Job" if by_controller => "system:serviceaccount:kube-system:cronjob-controller",
-        _ => "kubernetes-admin",
+    let controller = match (kind, controller_kind(object)) {
+        ("Pod", Some("Job")) => Some("job-controller"),
+        ("Pod", Some("ReplicaSet")) => Some("replicaset-controller"),
+        ("Pod", Some("StatefulSet")) => Some("statefulset-controller"),
+        ("Pod", Some("DaemonSet")) => Some("daemon-set-controller"),
+        ("Job", Some("CronJob")) => Some("cronjob-controller"),
+        _ => None,
+    };
+    // A controller's service account in kube-system, or the admin kubeadm
+    // writes into the admin kubeconfig (group system:masters).
+    let user_info = match controller {
+        Some(name) => json!({
+            "username": format!("system:serviceaccount:kube-system:{name}"),
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
+        }),
+        None => json!({
+            "username": "kubernetes-admin",
+            "groups": ["system:masters", "system:authenticated"],
+        }),
     };
     let (object, old, options) = match operation {
         "CREATE" => (Some(object), old, Some("CreateOptions")),
@@ -68,10 +82,7 @@ pub fn request(operation: &str, object: &Value, old: Option<&Value>, namespace: 
     request.insert("name".into(), name.into());
     request.insert("namespace".into(), namespace.into());
     request.insert("operation".into(), operation.into());
-    request.insert(
-        "userInfo".into(),
-        json!({"username": username, "groups": ["system:authenticated"]}),
-    );
+    request.insert("userInfo".into(), user_info);
     request.insert("object".into(), object.cloned().unwrap_or(Value::Null));
     if let Some(old) = old {
         request.insert("oldObject".into(), old.clone());
@@ -84,6 +95,17 @@ pub fn request(operation: &str, object: &Value, old: Option<&Value>, namespace: 
         );
     }
     Value::Object(request)
+}
+
+/// The kind of the object's controller (its owner reference marked
+/// `controller`, else its only one): who creates it.
+fn controller_kind(object: &Value) -> Option<&str> {
+    let owners = object["metadata"]["ownerReferences"].as_array()?;
+    let owner = owners
+        .iter()
+        .find(|o| o["controller"] == true)
+        .or(owners.first().filter(|_| owners.len() == 1))?;
+    owner["kind"].as_str()
 }
 
 /// The AdmissionReview (`admission.k8s.io/v1`) that carries `request`.
@@ -304,14 +326,24 @@ mod tests {
 
     #[test]
     fn owned_objects_come_from_their_controller() {
-        let mut pod =
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"ownerReferences": []}});
+        let owned = |kind: &str, owner: &str| {
+            json!({"apiVersion": "v1", "kind": kind, "metadata": {"ownerReferences": [
+                {"kind": owner, "name": "o", "controller": true}]}})
+        };
         let username = |o: &Value| request("CREATE", o, None, "")["userInfo"]["username"].clone();
+        let controller = |name: &str| format!("system:serviceaccount:kube-system:{name}");
+        assert_eq!(username(&owned("Pod", "Job")), controller("job-controller"));
         assert_eq!(
-            username(&pod),
-            "system:serviceaccount:kube-system:job-controller"
+            username(&owned("Pod", "ReplicaSet")),
+            controller("replicaset-controller")
         );
-        pod["metadata"] = json!({});
-        assert_eq!(username(&pod), "kubernetes-admin");
+        assert_eq!(
+            username(&owned("Job", "CronJob")),
+            controller("cronjob-controller")
+        );
+        assert_eq!(
+            username(&json!({"kind": "Pod", "metadata": {}})),
+            "kubernetes-admin"
+        );
     }
 }
