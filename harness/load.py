@@ -29,10 +29,6 @@ FIXTURES = ROOT / "test_data" / "fixtures"
 ETCD_OBJECT_LIMIT = 1536 * 1024
 APISERVER_BODY_LIMIT = 3 * 1024 * 1024
 
-PROXY_CONFIG_YAML = ("holdApplicationUntilProxyStarts: true\nterminationDrainDuration: 5s\n"
-                     "proxyMetadata:\n  ISTIO_META_DNS_CAPTURE: \"true\"\n"
-                     "  ISTIO_META_DNS_AUTO_ALLOCATE: \"true\"\n")
-
 def admission_request(obj, operation="CREATE", old=None, uid=None):
     """The AdmissionRequest the API server sends for `obj` (its kind, name
     and namespace read from it; `default` when it names none)."""
@@ -42,35 +38,16 @@ def admission_request(obj, operation="CREATE", old=None, uid=None):
     return apiserver.admission_request(request)
 
 
-def batch_pod_template(name):
-    return {
-        "metadata": {"labels": {"app": name, "team": "data"},
-                     "annotations": {"proxy.istio.io/config": PROXY_CONFIG_YAML}},
-        "spec": {
-            "restartPolicy": "Never",
-            "serviceAccountName": name,
-            "containers": [{
-                "name": name,
-                "image": "registry.example.com/data/%s:1.4.2" % name,
-                "command": ["/app/run", "--once", "--output=s3://reports/daily"],
-                "env": [{"name": "LOG_LEVEL", "value": "info"}, {"name": "REPORT_DAY", "value": "yesterday"},
-                        {"name": "DB_HOST", "value": "postgres.data.svc.cluster.local"}],
-                "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
-            }],
-        },
-    }
-
-
 def small_job():
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": "daily-report", "namespace": "data"},
-            "spec": {"backoffLimit": 2, "ttlSecondsAfterFinished": 600,
-                     "template": batch_pod_template("daily-report")}}
+    """The benchmarks' Job (a Job with its proxy config in YAML): the one the
+    runner's `make bench` measures too (runner/bench/small-job.json)."""
+    with open(ROOT / "runner" / "bench" / "small-job.json") as f:
+        return json.load(f)
 
 
 def job_pod():
     """A Pod as the Job controller makes it from `small_job()`'s template."""
-    template = batch_pod_template("daily-report")
+    template = small_job()["spec"]["template"]
     meta = template["metadata"]
     meta.update({"generateName": "daily-report-", "namespace": "data",
                  "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "daily-report",

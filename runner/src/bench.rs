@@ -165,65 +165,21 @@ pub fn cases() -> Result<Vec<Case>> {
     ])
 }
 
-/// A proxy config as users write it: YAML, several keys, nested map.
-const PROXY_CONFIG_YAML: &str = "holdApplicationUntilProxyStarts: true\n\
-    terminationDrainDuration: 5s\n\
-    proxyMetadata:\n  ISTIO_META_DNS_CAPTURE: \"true\"\n  ISTIO_META_DNS_AUTO_ALLOCATE: \"true\"\n";
-
-fn batch_pod_template(name: &str) -> Value {
-    json!({
-        "metadata": {
-            "labels": { "app": name, "team": "data" },
-            "annotations": { "proxy.istio.io/config": PROXY_CONFIG_YAML }
-        },
-        "spec": {
-            "restartPolicy": "Never",
-            "serviceAccountName": name,
-            "containers": [{
-                "name": name,
-                "image": format!("registry.example.com/data/{name}:1.4.2"),
-                "command": ["/app/run", "--once", "--output=s3://reports/daily"],
-                "env": [
-                    { "name": "LOG_LEVEL", "value": "info" },
-                    { "name": "REPORT_DAY", "value": "yesterday" },
-                    { "name": "DB_HOST", "value": "postgres.data.svc.cluster.local" }
-                ],
-                "resources": {
-                    "requests": { "cpu": "250m", "memory": "256Mi" },
-                    "limits": { "memory": "512Mi" }
-                }
-            }]
-        }
-    })
-}
-
+/// The benchmarks' Job and CronJob: a proxy config as users write it (YAML,
+/// several keys, nested map) on a small batch pod template. The same files
+/// give `make bench-server` its Job (harness/load.py).
 fn small_job() -> Value {
-    json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": { "name": "daily-report", "namespace": "data" },
-        "spec": {
-            "backoffLimit": 2,
-            "ttlSecondsAfterFinished": 600,
-            "template": batch_pod_template("daily-report")
-        }
-    })
+    embedded(include_str!("../bench/small-job.json"))
 }
 
 fn small_cronjob() -> Value {
-    json!({
-        "apiVersion": "batch/v1",
-        "kind": "CronJob",
-        "metadata": { "name": "nightly-report", "namespace": "data" },
-        "spec": {
-            "schedule": "0 2 * * *",
-            "concurrencyPolicy": "Forbid",
-            "jobTemplate": {
-                "metadata": { "labels": { "app": "nightly-report" } },
-                "spec": { "backoffLimit": 1, "template": batch_pod_template("nightly-report") }
-            }
-        }
-    })
+    embedded(include_str!("../bench/small-cronjob.json"))
+}
+
+/// A workload embedded at build time: JSON by construction (a test reads
+/// each).
+fn embedded(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
 fn env_var(i: usize, value_len: usize) -> Value {
@@ -891,6 +847,17 @@ pub fn memory_after(module: &[u8], payload: &[u8]) -> Result<(usize, usize, Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_embedded_workloads_are_a_job_and_a_cronjob() {
+        assert_eq!(small_job()["kind"], "Job");
+        assert_eq!(small_cronjob()["kind"], "CronJob");
+        let config =
+            &small_job()["spec"]["template"]["metadata"]["annotations"]["proxy.istio.io/config"];
+        assert!(config
+            .as_str()
+            .is_some_and(|c| c.contains("proxyMetadata:\n")));
+    }
 
     #[test]
     fn huge_pod_is_about_one_mib() {
