@@ -198,10 +198,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn times_read_and_write_back() {
-        let t = parse_rfc3339("2025-12-08T13:20:00Z").unwrap();
-        assert_eq!(t, 29_420_000 * 60);
-        assert_eq!(format_rfc3339(t), "2025-12-08T13:20:00Z");
+    fn durations_read_as_people_read_them() {
         assert_eq!(human(3 * 3600 + 12 * 60 + 5), "3h12m");
         assert_eq!(human(2 * 86_400 + 3600), "2d1h");
         assert_eq!(human(59), "59s");
