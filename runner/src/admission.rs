@@ -64,9 +64,10 @@ pub fn admission_request_for(object: Value, operation: &str) -> Value {
     kube_model::admission::request(operation, &object, None, namespace)
 }
 
-/// The outcome of one `validate` call, with the patch Kubewarden would send.
+/// What the module answered to one `validate` call, with the patch
+/// Kubewarden would send.
 #[derive(Debug, Clone)]
-pub struct Evaluation {
+pub struct ModuleAnswer {
     pub uid: String,
     /// `request.object` (null on DELETE).
     pub object: Value,
@@ -80,14 +81,14 @@ pub struct Evaluation {
     pub logs: Vec<GuestLog>,
 }
 
-impl Evaluation {
-    pub fn new(request: &Value, response: ValidationResponse, logs: Vec<GuestLog>) -> Evaluation {
+impl ModuleAnswer {
+    pub fn new(request: &Value, response: ValidationResponse, logs: Vec<GuestLog>) -> ModuleAnswer {
         let object = request.get("object").cloned().unwrap_or(Value::Null);
         let patch = response
             .mutated_object
             .as_ref()
             .and_then(|mutated| kube_model::answer::patch(&object, mutated));
-        Evaluation {
+        ModuleAnswer {
             uid: request
                 .get("uid")
                 .and_then(Value::as_str)
@@ -218,7 +219,7 @@ mod tests {
     #[test]
     fn patch_is_the_diff_and_kwctl_shaped() {
         let request = json!({"uid": "u", "object": {"a": 1}});
-        let eval = Evaluation::new(&request, answer(Some(json!({"a": 2}))), vec![]);
+        let eval = ModuleAnswer::new(&request, answer(Some(json!({"a": 2}))), vec![]);
         let response = eval.admission_response().expect("response");
         assert_eq!(response.patch_type.as_deref(), Some("JSONPatch"));
         let decoded = BASE64
@@ -235,7 +236,7 @@ mod tests {
     #[test]
     fn same_object_means_no_patch() {
         let request = json!({"uid": "u", "object": {"a": 1}});
-        let eval = Evaluation::new(&request, answer(Some(json!({"a": 1}))), vec![]);
+        let eval = ModuleAnswer::new(&request, answer(Some(json!({"a": 1}))), vec![]);
         assert!(eval.patch.is_none());
         let response = eval.admission_response().expect("response");
         assert!(response.patch.is_none() && response.patch_type.is_none());
@@ -244,7 +245,7 @@ mod tests {
     #[test]
     fn mutation_without_object_is_refused() {
         let request = json!({"uid": "u", "operation": "DELETE", "object": null});
-        let eval = Evaluation::new(&request, answer(Some(json!({"a": 1}))), vec![]);
+        let eval = ModuleAnswer::new(&request, answer(Some(json!({"a": 1}))), vec![]);
         assert!(!eval.allowed());
         assert!(!eval.admission_response().expect("response").allowed);
     }

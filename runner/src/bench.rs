@@ -24,7 +24,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::admission::{admission_request_for, Evaluation};
+use crate::admission::{admission_request_for, ModuleAnswer};
 use crate::error::{Error, Result};
 use crate::host::{validate_payload, Policy, ValidationResponse};
 use crate::memory::probing_engine;
@@ -476,7 +476,7 @@ fn load(label: &'static str, path: &Path) -> Result<Module> {
 /// is known to exercise the path it claims to: the text, and the number of
 /// patch operations.
 fn outcome(policy: &Policy, case: &Case) -> Result<(String, usize)> {
-    let evaluation: Evaluation = policy.validate(&case.request, &case.settings)?;
+    let evaluation: ModuleAnswer = policy.validate(&case.request, &case.settings)?;
     let ops = evaluation.patch.as_ref().map_or(0, |p| p.0.len());
     let mut text = if !evaluation.allowed() {
         "REJECTED".to_owned()

@@ -11,7 +11,7 @@ use std::io::Write;
 use kube_model::policy::{Admitted, Policy};
 use serde_json::{json, Value};
 
-use crate::admission::Evaluation;
+use crate::admission::ModuleAnswer;
 use crate::error::{Error, Result};
 use crate::protocol::ValidationResponse;
 use crate::summary::{changed_facts, patch_lines, template_facts};
@@ -106,16 +106,16 @@ pub fn run(policy: &mut dyn Policy, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// The runner's record of an answer (`Evaluation`), for the summary's
+/// The runner's record of an answer (`ModuleAnswer`), for the summary's
 /// patch lines and the patched object: the request's object, the verdict,
 /// message and warnings, and the patch the engine sends.
-fn record(request: &Value, admitted: Admitted) -> Result<Evaluation> {
+fn record(request: &Value, admitted: Admitted) -> Result<ModuleAnswer> {
     let patch = admitted
         .patch
         .map(serde_json::from_value)
         .transpose()
         .map_err(|e| Error::Input(format!("the answer's patch is no JSON Patch: {e}")))?;
-    Ok(Evaluation {
+    Ok(ModuleAnswer {
         uid: request["uid"].as_str().unwrap_or("").to_owned(),
         object: request.get("object").cloned().unwrap_or(Value::Null),
         response: ValidationResponse {

@@ -10,7 +10,7 @@ use wapc::WapcHost;
 use wasmtime_provider::wasmtime::{Config, Engine};
 use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder};
 
-use crate::admission::Evaluation;
+use crate::admission::ModuleAnswer;
 use crate::error::{Error, Result};
 use crate::protocol::parse_answer;
 // Also reachable as `host::…`, where `bench` and the tests name them.
@@ -121,12 +121,12 @@ impl Policy {
 
     /// `validate` on an AdmissionRequest (not a whole AdmissionReview), with
     /// the payload policy-server sends: `{"request": ..., "settings": ...}`.
-    pub fn validate(&self, request: &Value, settings: &Value) -> Result<Evaluation> {
+    pub fn validate(&self, request: &Value, settings: &Value) -> Result<ModuleAnswer> {
         let payload = validate_payload(request, settings)?;
         self.take_logs();
         let raw = self.call("validate", &payload)?;
         let response: ValidationResponse = parse_answer("validate", &raw)?;
-        Ok(Evaluation::new(request, response, self.take_logs()))
+        Ok(ModuleAnswer::new(request, response, self.take_logs()))
     }
 
     /// Log events the guest sent since the last call that collected them.

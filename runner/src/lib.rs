@@ -5,7 +5,7 @@
 //! use this library. The module in the engine (`host::Policy`) and the
 //! policy crate linked natively (`native::NativePolicy`) answer as
 //! `kube_model::policy::Policy`, the one trait every caller of a policy
-//! uses; `Evaluation` is the runner's fuller record of one call (the
+//! uses; `ModuleAnswer` is the runner's fuller record of one call (the
 //! guest's own answer and logs), for `run` and `bench`.
 //!
 //! Features: `engine` (default) is the wasm engine and everything that needs
@@ -28,7 +28,7 @@ pub mod native;
 pub mod protocol;
 pub mod summary;
 
-pub use admission::{load_request, AdmissionResponse, Evaluation};
+pub use admission::{load_request, AdmissionResponse, ModuleAnswer};
 pub use error::{Error, Result};
 #[cfg(feature = "engine")]
 pub use host::Policy;
@@ -48,9 +48,9 @@ pub fn workspace_root() -> PathBuf {
 
 /// What the engine gives the API server for `evaluation`, as
 /// `kube_model::policy::Policy` answers: the verdict, message and warnings
-/// of the AdmissionResponse (`Evaluation::admission_response`), and its
+/// of the AdmissionResponse (`ModuleAnswer::admission_response`), and its
 /// patch as JSON.
-pub fn admitted(evaluation: &Evaluation) -> Result<Admitted> {
+pub fn admitted(evaluation: &ModuleAnswer) -> Result<Admitted> {
     let response = evaluation.admission_response()?;
     let patch = match (&response.patch, &evaluation.patch) {
         (Some(_), Some(patch)) => {

@@ -1,12 +1,12 @@
 //! The policy crate linked into this program: the same Rust code that
 //! `policy.wasm` is built from, called directly instead of through waPC, with
-//! the patch computed as Kubewarden computes it (`admission::Evaluation`).
+//! the patch computed as Kubewarden computes it (`admission::ModuleAnswer`).
 //! It answers as the module does but is no substitute for it: the wasm-level
 //! tests run the module in the engine.
 
 use serde_json::Value;
 
-use crate::admission::Evaluation;
+use crate::admission::ModuleAnswer;
 use crate::error::{Error, Result};
 use crate::protocol::{parse_answer, validate_payload, SettingsValidation, ValidationResponse};
 
@@ -55,12 +55,12 @@ impl NativePolicy {
     }
 
     /// `validate` on an AdmissionRequest, with the patch Kubewarden computes.
-    pub fn validate(&self, request: &Value, settings: &Value) -> Result<Evaluation> {
+    pub fn validate(&self, request: &Value, settings: &Value) -> Result<ModuleAnswer> {
         let payload = validate_payload(request, settings)?;
         let raw = self.call("validate", istio_job_sidecar_policy::validate, &payload)?;
         let response: ValidationResponse = parse_answer("validate", &raw)?;
         // The policy logs nothing through the host; natively there is no host.
-        Ok(Evaluation::new(request, response, Vec::new()))
+        Ok(ModuleAnswer::new(request, response, Vec::new()))
     }
 }
 

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::admission::Evaluation;
+use crate::admission::ModuleAnswer;
 
 /// Where the pod template of a workload is, as a JSON pointer
 /// ("" for a Pod, which is its own template).
@@ -21,7 +21,7 @@ pub fn pod_template_pointer(object: &Value) -> Option<String> {
 }
 
 /// One patch operation per line: `op  path  value` (or `<- from`).
-pub fn patch_lines(evaluation: &Evaluation) -> Vec<String> {
+pub fn patch_lines(evaluation: &ModuleAnswer) -> Vec<String> {
     let Some(patch) = &evaluation.patch else {
         return Vec::new();
     };
@@ -44,7 +44,7 @@ pub fn patch_lines(evaluation: &Evaluation) -> Vec<String> {
 }
 
 /// `--summary`: verdict, warnings, each patch operation, the mutated template.
-pub fn summary(evaluation: &Evaluation) -> String {
+pub fn summary(evaluation: &ModuleAnswer) -> String {
     let mut out = String::new();
     let verdict = if evaluation.allowed() {
         "accepted"

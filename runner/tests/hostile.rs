@@ -26,7 +26,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use policy_runner::memory::probing_engine;
-use policy_runner::{Evaluation, Policy, ValidationResponse};
+use policy_runner::{ModuleAnswer, Policy, ValidationResponse};
 use policy_testkit::names::{APPLIED, MODE, PROXY_CONFIG, STATUS};
 use serde_json::{json, Value};
 
@@ -228,7 +228,7 @@ fn assert_warned(name: &str, o: &Outcome, says: &str) {
 /// The mutated object, sent again, is not mutated (the patch Kubewarden
 /// would compute applies, and the result is a fixed point).
 fn assert_fixed_point(policy: &Policy, name: &str, request: &Value, settings: &Value, o: &Outcome) {
-    let evaluation = Evaluation::new(request, o.response.clone(), Vec::new());
+    let evaluation = ModuleAnswer::new(request, o.response.clone(), Vec::new());
     let patched = evaluation
         .patched_object()
         .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -955,7 +955,7 @@ fn record_whose_inserted_text_repeats() {
         report(&name, p.len(), &o);
         assert!(o.mutated(), "{name}: not undone");
         assert!(o.warnings().is_empty(), "{name}: {:?}", o.warnings());
-        let out = Evaluation::new(&r, o.response.clone(), Vec::new())
+        let out = ModuleAnswer::new(&r, o.response.clone(), Vec::new())
             .patched_object()
             .unwrap();
         assert_eq!(
@@ -989,7 +989,7 @@ fn moved_by(policy: &Policy, mode: &str, object: Value) -> Value {
     let r = request("Job", object);
     let o = call(policy, mode, &payload(&r, &settings(mode)));
     assert!(o.mutated(), "{mode}: not mutated");
-    Evaluation::new(&r, o.response, Vec::new())
+    ModuleAnswer::new(&r, o.response, Vec::new())
         .patched_object()
         .expect("the patch applies")
 }
@@ -1023,7 +1023,7 @@ fn move_record_with_a_huge_from() {
             report(&name, p.len(), &o);
             if readable {
                 // Moved back, to the end of containers.
-                let out = Evaluation::new(&r, o.response.clone(), Vec::new())
+                let out = ModuleAnswer::new(&r, o.response.clone(), Vec::new())
                     .patched_object()
                     .unwrap();
                 let containers = out["spec"]["template"]["spec"]["containers"]

@@ -13,7 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::built_module;
-use policy_runner::{load_request, workspace_root, Evaluation};
+use policy_runner::{load_request, workspace_root, ModuleAnswer};
 use policy_testkit::{check_fixed_point, check_verdict, golden, Order};
 use serde_json::{json, Value};
 
@@ -33,7 +33,7 @@ fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The comparable result: what expected.json holds.
-fn observed(evaluation: &Evaluation) -> Value {
+fn observed(evaluation: &ModuleAnswer) -> Value {
     let mutated = match &evaluation.patch {
         Some(_) => evaluation
             .patched_object()
