@@ -57,7 +57,7 @@ pub const QUIT_NAME: &str = "istio-job-sidecar-quit";
 /// One journey: where the workload starts, what happens to it, and what
 /// each run of its controllers must give.
 #[derive(Debug, Clone)]
-pub struct Case {
+pub struct Journey {
     pub name: &'static str,
     /// What it shows, in a sentence.
     pub about: &'static str,
@@ -76,10 +76,10 @@ pub struct Case {
     pub steps: Vec<Step>,
 }
 
-impl Case {
+impl Journey {
     /// The same journey in every cluster that matters to it: each webhook
     /// order, each mesh flag, each Istio release's reading; itself first.
-    pub fn variants(&self) -> Vec<Case> {
+    pub fn variants(&self) -> Vec<Journey> {
         let mut all = vec![self.clone()];
         for webhooks in Webhooks::ALL {
             for native_flag in [false, true] {
@@ -90,7 +90,7 @@ impl Case {
                         ..self.mesh
                     };
                     if (webhooks, mesh) != (self.webhooks, self.mesh) {
-                        all.push(Case {
+                        all.push(Journey {
                             webhooks,
                             mesh,
                             ..self.clone()
@@ -196,7 +196,7 @@ pub struct Trip {
 impl Trip {
     /// The golden-file form: each hop's request, patch and warnings, and
     /// each Pod whole.
-    pub fn to_golden(&self, case: &Case) -> Value {
+    pub fn to_golden(&self, case: &Journey) -> Value {
         let hops: Vec<Value> = self
             .hops
             .iter()
@@ -219,7 +219,7 @@ impl Trip {
 
 /// The journey of `case` with `policy` answering for the policy's webhook.
 /// An object the API server refuses is not stored: its hop says why.
-pub fn travel(case: &Case, policy: &mut dyn Policy) -> Result<Trip, String> {
+pub fn travel(case: &Journey, policy: &mut dyn Policy) -> Result<Trip, String> {
     let mut trip = Trip {
         hops: Vec::new(),
         pods: Vec::new(),
@@ -314,7 +314,7 @@ pub fn travel(case: &Case, policy: &mut dyn Policy) -> Result<Trip, String> {
 /// warning fits; every object the policy patched, sent again as the
 /// policy left it, is not patched again (a second journey from the stored
 /// objects changes nothing).
-pub fn judge(case: &Case, trip: &Trip, policy: &mut dyn Policy) -> Result<(), String> {
+pub fn judge(case: &Journey, trip: &Trip, policy: &mut dyn Policy) -> Result<(), String> {
     let without = travel(case, &mut NoPolicy)?;
     // A refusal is the policy's doing unless the cluster refuses the same
     // object without it (a user's own word the policy respects).
@@ -381,7 +381,7 @@ pub fn judge(case: &Case, trip: &Trip, policy: &mut dyn Policy) -> Result<(), St
 /// Which clusters a journey is made in by `check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Clusters {
-    /// Every variant (`Case::variants`).
+    /// Every variant (`Journey::variants`).
     All,
     /// The journey as written, and the same with the other webhook order.
     BothWebhookOrders,
@@ -391,7 +391,7 @@ pub enum Clusters {
 /// compared whole with its golden file `golden` (`None`: not compared).
 /// The first failure names the cluster it happened in.
 pub fn check(
-    case: &Case,
+    case: &Journey,
     policy: &mut dyn Policy,
     golden: Option<&std::path::Path>,
     clusters: Clusters,
@@ -417,7 +417,7 @@ pub fn check(
 /// One request through the policy's webhook (when its namespace is
 /// selected), the object defaulted again after its patch and validated.
 fn admit(
-    case: &Case,
+    case: &Journey,
     policy: &mut dyn Policy,
     settings: &Value,
     what: &str,
@@ -456,7 +456,7 @@ fn admit(
 /// A Pod CREATE through both mutating webhooks, in the order their names
 /// sort, each patch defaulted before the next, then validated.
 fn pod_admission(
-    case: &Case,
+    case: &Journey,
     policy: &mut dyn Policy,
     settings: &Value,
     what: &str,
@@ -480,7 +480,7 @@ fn pod_admission(
 /// The Job controller's next Pod of `job`, admitted, injected by Istio
 /// and stored; `None` when the API server refuses it.
 fn pod_hop(
-    case: &Case,
+    case: &Journey,
     policy: &mut dyn Policy,
     settings: &Value,
     job: &Value,
@@ -494,7 +494,7 @@ fn pod_hop(
     Ok(pod)
 }
 
-fn istio_hop(case: &Case, pod: &Value) -> Result<Value, String> {
+fn istio_hop(case: &Journey, pod: &Value) -> Result<Value, String> {
     istio::inject(pod, case.namespace, case.mesh).map_err(|e| format!("Istio's injector: {e}"))
 }
 

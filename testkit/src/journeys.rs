@@ -9,7 +9,7 @@
 //! `test_data/fixtures/`).
 
 use crate::istio::{Mesh, Namespace, Release};
-use crate::journey::{created_by_kubectl_apply, Case, Edit, Expect, Step, Webhooks, NAMESPACE};
+use crate::journey::{created_by_kubectl_apply, Edit, Expect, Journey, Step, Webhooks, NAMESPACE};
 use crate::names::{self, MODE};
 use serde_json::{json, Value};
 
@@ -113,8 +113,8 @@ const ON: Mesh = Mesh {
     ..OFF
 };
 
-fn case(name: &'static str, about: &'static str, settings: Value, steps: Vec<Step>) -> Case {
-    Case {
+fn case(name: &'static str, about: &'static str, settings: Value, steps: Vec<Step>) -> Journey {
+    Journey {
         name,
         about,
         settings,
@@ -134,7 +134,7 @@ fn run(expect: Expect) -> Step {
 use Expect::{AsWithoutPolicy as UNTOUCHED, Ends};
 
 /// Every journey, in the order the README tells them.
-pub fn all() -> Vec<Case> {
+pub fn all() -> Vec<Journey> {
     let mut cases = vec![
         // Each mode, each kind.
         case("cronjob-native", "a CronJob under nativeSidecar: its Jobs' Pods get a native proxy", mode(NATIVE),

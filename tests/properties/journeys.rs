@@ -17,7 +17,7 @@
 
 use crate::names::*;
 use policy_testkit::istio::{self, Mesh, Namespace, Release};
-use policy_testkit::journey::{self, Case, Edit, Expect, Step, Trip, Validate, Webhooks};
+use policy_testkit::journey::{self, Edit, Expect, Step, Trip, Validate, Webhooks};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -230,7 +230,7 @@ impl Journey {
     }
 
     /// The journey, and what each run must give (the spec's word for it).
-    pub fn case(&self) -> (Case, Vec<Outcome>) {
+    pub fn case(&self) -> (journey::Journey, Vec<Outcome>) {
         let object = self.workload.object();
         let mut model = Model {
             journey: self,
@@ -265,7 +265,7 @@ impl Journey {
                 }
             }
         }
-        let case = Case {
+        let case = journey::Journey {
             name: "generated",
             about: "a generated journey",
             settings: self.settings(self.mode),

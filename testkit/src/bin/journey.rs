@@ -16,7 +16,7 @@
 //! here), so journeys run side by side, each one's hops in order.
 
 use kube_model::policy::{Admitted, Policy};
-use policy_testkit::journey::{check, Case, Clusters};
+use policy_testkit::journey::{check, Clusters, Journey};
 use policy_testkit::journeys;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -111,7 +111,7 @@ fn main() {
         );
         std::process::exit(2);
     };
-    let cases: Vec<Case> = journeys::all()
+    let cases: Vec<Journey> = journeys::all()
         .into_iter()
         .filter(|c| names.is_empty() || names.iter().any(|n| n == c.name))
         .collect();
