@@ -59,13 +59,9 @@ pub const VALIDATION: &str = "istio-validation";
 pub const CORE_DUMP: &str = "enable-core-dump";
 
 /// Namespaces Istio's injector never injects, whatever they are labelled
-/// (`pkg/kube/inject/initializer.go`, `IgnoredNamespaces`).
-pub const IGNORED_NAMESPACES: [&str; 4] = [
-    "kube-system",
-    "kube-public",
-    "kube-node-lease",
-    "local-path-storage",
-];
+/// (`pkg/kube/inject/initializer.go`, `IgnoredNamespaces`): the list the
+/// policy keeps of the same fact, spelled once.
+pub use crate::names::NEVER_INJECTED_NAMESPACES as IGNORED_NAMESPACES;
 
 /// The namespace's `istio-injection` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
