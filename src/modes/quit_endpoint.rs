@@ -116,7 +116,7 @@ pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     let wrapped = [shell, c]
         .map(Node::from_string)
         .into_iter()
-        .chain([Node::Raw(script_json())])
+        .chain([script_node()])
         .chain([mark, url, when].map(Node::from_string))
         .chain(original.iter().cloned().map(Node::from_string))
         .collect();
@@ -126,13 +126,15 @@ pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     Ok(ModeOutcome::applied(applied))
 }
 
-/// `SCRIPT` as a JSON string.
-fn script_json() -> &'static RawValue {
-    static JSON: OnceLock<Box<RawValue>> = OnceLock::new();
-    JSON.get_or_init(|| {
-        let text = serde_json::to_string(SCRIPT).expect("a str is written as JSON");
-        RawValue::from_string(text).expect("serde_json writes valid JSON")
-    })
+/// `SCRIPT` as a JSON string, written once per instance rather than
+/// escaped again on every request; should serde_json ever refuse it, the
+/// script is escaped on each write instead.
+fn script_node() -> Node<'static> {
+    static JSON: OnceLock<Option<Box<RawValue>>> = OnceLock::new();
+    match JSON.get_or_init(|| serde_json::value::to_raw_value(SCRIPT).ok()) {
+        Some(raw) => Node::Raw(raw),
+        None => Node::from_string(SCRIPT),
+    }
 }
 
 /// Take the wrapper off `container`'s command, back to the original argv
