@@ -52,6 +52,7 @@ use crate::records::is_wrapped;
 use crate::{Input, Kind};
 use arbitrary::Arbitrary;
 use policy_testkit::laws::{self, Pass, Warned};
+pub use policy_testkit::mode_change::{Carrier, UserEdit};
 use policy_testkit::names::{
     APPLIED, INJECT, MODE as MODE_ANNOTATION, OWNER_MODE, QUIT_WRAPPED, STATUS,
 };
@@ -74,99 +75,15 @@ pub enum Choice {
     Disabled,
 }
 
-/// Where the mode is said.
-#[derive(Debug, Arbitrary, Clone, Copy, PartialEq, Eq)]
-pub enum Carrier {
-    /// The cluster's `mode` setting (`disabled`, which no setting can say,
-    /// goes through the pod template's annotation).
-    Settings,
-    /// `istio-job-sidecar/mode` on the pod template.
-    TemplateAnnotation,
-    /// `istio-job-sidecar/mode` on the object (for a Pod, its own metadata).
-    ObjectAnnotation,
-}
-
-/// A user's edit of fields the policy never writes.
-#[derive(Debug, Arbitrary, Clone, Copy, PartialEq, Eq)]
-pub enum Edit {
-    /// `example.com/edited: "yes"` on the pod template.
-    TemplateAnnotation,
-    /// `example.com/edited: "yes"` as a label of the pod template.
-    TemplateLabel,
-    /// `example.com/edited: "yes"` on the object.
-    ObjectAnnotation,
-    /// Every container's (and init container's) image.
-    Image,
-    /// `EDITED=yes` added to every container's (and init container's) env.
-    Env,
-}
-
-impl Edit {
-    const ALL: [Edit; 5] = [
-        Edit::TemplateAnnotation,
-        Edit::TemplateLabel,
-        Edit::ObjectAnnotation,
-        Edit::Image,
-        Edit::Env,
-    ];
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Edit::TemplateAnnotation => "templateAnnotation",
-            Edit::TemplateLabel => "templateLabel",
-            Edit::ObjectAnnotation => "objectAnnotation",
-            Edit::Image => "image",
-            Edit::Env => "env",
-        }
-    }
-
-    /// `object` edited; `None` where the edit cannot be made (a member of
-    /// the wrong type on the way).
-    fn apply(self, kind: WorkloadKind, object: &Value) -> Option<Value> {
-        let mut o = object.clone();
-        let template = kind.template();
-        let put = |owner: &mut Value, map: &str| -> Option<()> {
-            let meta = owner
-                .as_object_mut()?
-                .entry("metadata")
-                .or_insert(json!({}));
-            if meta.is_null() {
-                *meta = json!({});
-            }
-            let map = meta.as_object_mut()?.entry(map).or_insert(json!({}));
-            if map.is_null() {
-                *map = json!({});
-            }
-            map.as_object_mut()?
-                .insert("example.com/edited".into(), "yes".into());
-            Some(())
-        };
-        match self {
-            Edit::TemplateAnnotation => put(o.pointer_mut(template)?, "annotations")?,
-            Edit::TemplateLabel => put(o.pointer_mut(template)?, "labels")?,
-            Edit::ObjectAnnotation => put(&mut o, "annotations")?,
-            Edit::Image | Edit::Env => {
-                for list in ["containers", "initContainers"] {
-                    let pointer = format!("{template}/spec/{list}");
-                    let Some(list) = o.pointer_mut(&pointer) else {
-                        continue;
-                    };
-                    for c in list.as_array_mut()? {
-                        let c = c.as_object_mut()?;
-                        if self == Edit::Image {
-                            c.insert("image".into(), "registry.example/edited:2".into());
-                        } else {
-                            let env = c.entry("env").or_insert(json!([]));
-                            env.as_array_mut()?
-                                .push(json!({"name": "EDITED", "value": "yes"}));
-                        }
-                    }
-                }
-            }
-        }
-        Some(o)
-    }
-}
+/// The edits a fuzzed scenario draws from (`ModeChange::edit`): each one
+/// of the pod template's or the object's metadata, or of every container.
+const EDITS: [UserEdit; 5] = [
+    UserEdit::TemplateAnnotation,
+    UserEdit::TemplateLabel,
+    UserEdit::ObjectAnnotation,
+    UserEdit::Image(None),
+    UserEdit::Env(None),
+];
 
 /// A shape given to the generated workload, so that each mode's main path
 /// is reached often: an injected proxy to move, or one app to wrap.
@@ -289,7 +206,8 @@ pub struct ModeChange {
     pub history: Option<(Choice, bool)>,
     pub first: Choice,
     pub second: Choice,
-    pub carrier: Carrier,
+    /// Where each pass says its mode: `Carrier::ALL[carrier % 3]`.
+    pub carrier: u8,
     /// The `mode` setting when an annotation says the mode.
     pub base_mode: Option<u8>,
     pub sidecar_envoy: Option<bool>,
@@ -300,7 +218,8 @@ pub struct ModeChange {
     /// more Pods run to completion.
     pub pod_completes: Option<bool>,
     pub shape: Shape,
-    pub edit: Option<Edit>,
+    /// A user's edit between A and B: `EDITS[edit % 5]`.
+    pub edit: Option<u8>,
     pub order: u8,
     pub workload: Input,
 }
@@ -320,7 +239,7 @@ pub struct Scenario {
     /// by each pass as the carrier needs.
     pub settings: Map<String, Value>,
     /// A user's edit between A and B (law 5).
-    pub edit: Option<Edit>,
+    pub edit: Option<UserEdit>,
     pub order: Order,
     /// The laws are checked on `x0` even when it is not the typed object
     /// or its containers are not named as Kubernetes requires.
@@ -378,9 +297,9 @@ impl ModeChange {
             legacy: self.history.is_some_and(|(_, legacy)| legacy),
             first: self.first,
             second: self.second,
-            carrier: self.carrier,
+            carrier: Carrier::ALL[usize::from(self.carrier) % Carrier::ALL.len()],
             settings,
-            edit: self.edit,
+            edit: self.edit.map(|e| EDITS[usize::from(e) % EDITS.len()]),
             order: Order::ALL[usize::from(self.order) % 3],
             untyped: untyped_from_env(),
         }
@@ -426,22 +345,6 @@ impl WorkloadKind {
             WorkloadKind::CronJob => "/spec/jobTemplate/spec/template",
             WorkloadKind::Job => "/spec/template",
             WorkloadKind::Pod => "",
-        }
-    }
-}
-
-impl Carrier {
-    const ALL: [Carrier; 3] = [
-        Carrier::Settings,
-        Carrier::TemplateAnnotation,
-        Carrier::ObjectAnnotation,
-    ];
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Carrier::Settings => "settings",
-            Carrier::TemplateAnnotation => "templateAnnotation",
-            Carrier::ObjectAnnotation => "objectAnnotation",
         }
     }
 }
@@ -602,73 +505,16 @@ impl Scenario {
             .all(|why| self.untyped && [NOT_TYPED, NOT_NAMED].contains(why))
     }
 
-    /// The settings of a pass under `choice`, and the mode annotation to
-    /// write (`true`: on the pod template, `false`: on the object).
-    fn pass_settings(&self, choice: Choice) -> (Value, Option<(bool, &'static str)>) {
-        let mut settings = self.settings.clone();
-        let annotation = match (self.carrier, choice) {
-            (Carrier::Settings, Choice::Disabled) => Some(true),
-            (Carrier::Settings, mode) => {
-                settings.insert("mode".into(), mode.as_str().into());
-                None
-            }
-            (Carrier::TemplateAnnotation, _) => Some(true),
-            (Carrier::ObjectAnnotation, _) => Some(false),
-        };
-        if annotation.is_some() {
-            settings.insert("workloadOverride".into(), true.into());
-        }
-        (
-            Value::Object(settings),
-            annotation.map(|on_template| (on_template, choice.as_str())),
-        )
-    }
-
-    /// `object` without any mode annotation (on the pod template, a
-    /// CronJob's jobTemplate, the object), then with `annotation`; `false`
-    /// when it could not be written.
-    fn with_mode(&self, object: &Value, annotation: Option<(bool, &str)>) -> (Value, bool) {
-        let mut o = object.clone();
-        for owner in [self.kind.template(), "/spec/jobTemplate", ""] {
-            if let Some(Value::Object(a)) = o
-                .pointer_mut(owner)
-                .and_then(|v| v.pointer_mut("/metadata/annotations"))
-            {
-                a.remove(MODE_ANNOTATION);
-            }
-        }
-        let Some((on_template, value)) = annotation else {
-            return (o, true);
-        };
-        let owner = if on_template {
-            self.kind.template()
-        } else {
-            ""
-        };
-        let written = (|| {
-            let owner = o.pointer_mut(owner)?.as_object_mut()?;
-            let meta = owner.entry("metadata").or_insert(Value::Null);
-            if meta.is_null() {
-                *meta = json!({});
-            }
-            let annotations = meta
-                .as_object_mut()?
-                .entry("annotations")
-                .or_insert(Value::Null);
-            if annotations.is_null() {
-                *annotations = json!({});
-            }
-            annotations
-                .as_object_mut()?
-                .insert(MODE_ANNOTATION.into(), value.into());
-            Some(())
-        })();
-        (o, written.is_some())
-    }
-
     fn pass(&self, object: &Value, choice: Choice, update: bool) -> Result<Passed, String> {
-        let (settings, annotation) = self.pass_settings(choice);
-        let (sent, settable) = self.with_mode(object, annotation);
+        let mode = (choice != Choice::Disabled).then(|| choice.as_str());
+        let template = self.kind.template();
+        // Where the carrier cannot write its annotation, the object goes as
+        // it is: the answer is still checked, the laws are not.
+        let (sent, settings, settable) =
+            match self.carrier.say(template, object, &self.settings, mode) {
+                Some((sent, settings)) => (sent, settings, true),
+                None => (object.clone(), Value::Object(self.settings.clone()), false),
+            };
         let (group, kind) = match self.kind {
             WorkloadKind::Pod => ("", "Pod"),
             k => ("batch", k.as_str()),
@@ -829,8 +675,8 @@ impl Scenario {
         )?;
         if let Some(edit) = self.edit {
             if let (Some(e_a), Some(e_b_x)) = (
-                edit.apply(self.kind, &a.out),
-                edit.apply(self.kind, &b_x.out),
+                edit.apply(self.kind.template(), &a.out, &x),
+                edit.apply(self.kind.template(), &b_x.out, &x),
             ) {
                 let b_e_a = self.pass(&e_a, self.second, update)?;
                 let e_b_x = Pass {
@@ -840,7 +686,7 @@ impl Scenario {
                 self.same(
                     &format!(
                         "B(e(A(x))) and e(B(x)) (A = {a_name}, B = {b_name}, e = {})",
-                        edit.as_str()
+                        edit.name()
                     ),
                     self.second,
                     &b_e_a,
@@ -937,7 +783,7 @@ impl Scenario {
             "second": self.second.as_str(),
             "carrier": self.carrier.as_str(),
             "settings": self.settings,
-            "edit": self.edit.map(Edit::as_str),
+            "edit": self.edit.map(UserEdit::name),
             "order": order_str(self.order),
             "untyped": self.untyped,
             "object": self.object,
@@ -966,18 +812,12 @@ impl Scenario {
             legacy: v["legacy"].as_bool().unwrap_or(false),
             first: choice("first")?,
             second: choice("second")?,
-            carrier: Carrier::ALL
-                .into_iter()
-                .find(|c| Ok(c.as_str()) == text("carrier"))
-                .ok_or("carrier")?,
+            carrier: text("carrier").and_then(|s| Carrier::parse(s).ok_or(format!("carrier: {s:?}")))?,
             settings: v["settings"].as_object().cloned().unwrap_or_default(),
             edit: match &v["edit"] {
                 Value::Null => None,
                 _ => Some(
-                    Edit::ALL
-                        .into_iter()
-                        .find(|e| Ok(e.as_str()) == text("edit"))
-                        .ok_or("edit")?,
+                    text("edit").and_then(|s| UserEdit::parse(s).ok_or(format!("edit: {s:?}")))?,
                 ),
             },
             untyped: v["untyped"].as_bool().unwrap_or(false) || untyped_from_env(),

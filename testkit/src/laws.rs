@@ -2,9 +2,10 @@
 //! mode"), checked the same way wherever they are checked: on the golden
 //! mode-change cases (`tests/mode_changes.rs`), on generated workloads (the
 //! properties' laws) and on fuzzed ones (the fuzz target `mode_change`). Each
-//! caller makes its passes its own way (which mode, said how, over which
-//! object: a golden case's answer, or `Pass::run` with the policy's
-//! `validate`); what the policy should do in a pass is the caller's to say.
+//! caller makes its passes its own way (a golden case's answer, or
+//! `Pass::run` with the policy's `validate`; the generated and fuzzed ones
+//! say each pass's mode and make the user's edit with `mode_change`); what
+//! the policy should do in a pass is the caller's to say.
 //! These functions say whether the passes keep the laws:
 //!
 //! - `same`: B(A(x)) == B(x), and so disabled(A(x)) == disabled(x) and

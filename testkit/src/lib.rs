@@ -12,7 +12,9 @@
 //!   fails (`REQUIRE_TOOLS=1`) or reports itself skipped.
 //! - `names`: the annotation and label names, from the policy crate.
 //! - `laws`: the laws of a change of mode, checked on passes of the policy
-//!   (golden, generated or fuzzed).
+//!   (golden, generated or fuzzed); `mode_change`: where a pass says its
+//!   mode and what a user edits between passes, for the generated and the
+//!   fuzzed scenarios alike.
 //! - `journey`, `journeys`: a workload followed from CronJob to the Pod the
 //!   kubelet runs, through the controllers (`controllers`), the API server
 //!   (`kube`) and Istio's injector (`istio`), and the journeys every build
@@ -22,6 +24,7 @@ pub mod cases;
 pub mod journey;
 pub mod journeys;
 pub mod laws;
+pub mod mode_change;
 pub mod names;
 
 // The models and the engine's steps live in kube-model, shared with the

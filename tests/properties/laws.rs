@@ -10,36 +10,10 @@ use crate::names::*;
 use crate::oracle::*;
 use crate::{cases, config, object_of, pass};
 use policy_testkit::laws::{Pass, Warned};
+use policy_testkit::mode_change::{Carrier, UserEdit};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-
-/// How a pass's mode is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Chooser {
-    /// The cluster's `mode` setting (never `disabled`: no such setting).
-    Settings,
-    /// The workload's `istio-job-sidecar/mode` on the pod template.
-    TemplateAnnotation,
-    /// The workload's `istio-job-sidecar/mode` on the Job or CronJob itself
-    /// (on a Pod, its own metadata is its template's); the policy carries
-    /// it down to the template as `istio-job-sidecar/owner-mode`.
-    ObjectAnnotation,
-}
-
-/// A change a user makes to a field the policy never writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UserEdit {
-    /// A new env var on the n-th container (by name, sorted; the proxy and
-    /// init containers included).
-    Env(usize),
-    /// A new image on the n-th container.
-    Image(usize),
-    /// A new label on the pod template.
-    Label,
-    /// A new unrelated annotation on the pod template.
-    Annotation,
-}
 
 /// A workload x for the laws: a Job or Pod CREATE, or a CronJob CREATE or
 /// UPDATE, the policy's follow-up passes sent as a CronJob UPDATE (or a
@@ -59,10 +33,10 @@ pub struct LawCase {
     /// The settings; each pass sets or ignores `mode`.
     pub settings: Map<String, Value>,
     pub recorded: bool,
-    /// How the first pass chooses each mode (in `MODES` order), and the
+    /// Where the first pass says each mode (in `MODES` order), and the
     /// second.
-    pub first: [Chooser; 4],
-    pub second: [Chooser; 4],
+    pub first: [Carrier; 4],
+    pub second: [Carrier; 4],
     pub edit: UserEdit,
 }
 
@@ -75,41 +49,13 @@ impl LawCase {
         }
     }
 
-    /// `object` and the settings for a pass in `mode`, chosen by `chooser`:
-    /// any mode annotation taken off (the template's, a CronJob's
-    /// jobTemplate's, the object's own), then the setting or the annotation
-    /// set (the annotation is a field the policy never writes).
-    pub fn choose(&self, object: &Value, chooser: Chooser, mode: Option<Mode>) -> (Value, Value) {
-        let t = template_pointer(self.kind);
-        let mut o = object.clone();
-        for owner in [t, JOB_TEMPLATE, ""] {
-            remove_annotation(&mut o, owner, MODE);
-            // As kubectl would send it: no empty map where the annotation
-            // was, whichever pass took it off.
-            if let Some(Value::Object(meta)) = o.pointer_mut(&format!("{owner}/metadata")) {
-                if meta
-                    .get("annotations")
-                    .is_some_and(|a| a.is_null() || a.as_object().is_some_and(Map::is_empty))
-                {
-                    meta.remove("annotations");
-                }
-            }
-        }
-        let mut settings = self.settings.clone();
-        match (chooser, mode) {
-            (Chooser::Settings, Some(mode)) => {
-                settings.insert("mode".into(), json!(mode.name()));
-            }
-            (Chooser::ObjectAnnotation, _) if self.kind != Kind::Pod => {
-                settings.insert("workloadOverride".into(), json!(true));
-                set_annotation(&mut o, "", MODE, mode_name(mode));
-            }
-            _ => {
-                settings.insert("workloadOverride".into(), json!(true));
-                set_annotation(&mut o, t, MODE, mode_name(mode));
-            }
-        }
-        (o, Value::Object(settings))
+    /// `object` and the settings for a pass in `mode`, said by `carrier`
+    /// (`Carrier::say`: the workloads drawn here always take it).
+    pub fn choose(&self, object: &Value, carrier: Carrier, mode: Option<Mode>) -> (Value, Value) {
+        let mode = mode.map(Mode::name);
+        carrier
+            .say(template_pointer(self.kind), object, &self.settings, mode)
+            .expect("a generated workload's metadata is a map or absent")
     }
 
     /// A pass of the policy in `mode` over `object`.
@@ -117,10 +63,10 @@ impl LawCase {
         &self,
         operation: &str,
         object: &Value,
-        chooser: Chooser,
+        carrier: Carrier,
         mode: Option<Mode>,
     ) -> Pass {
-        let (o, settings) = self.choose(object, chooser, mode);
+        let (o, settings) = self.choose(object, carrier, mode);
         pass(self.kind, operation, &o, &settings)
     }
 
@@ -130,10 +76,10 @@ impl LawCase {
         &self,
         operation: &str,
         object: &Value,
-        chooser: Chooser,
+        carrier: Carrier,
         mode: Option<Mode>,
     ) -> Plan {
-        let (o, settings) = self.choose(object, chooser, mode);
+        let (o, settings) = self.choose(object, carrier, mode);
         plan_of(self.kind, operation, &o, &settings_of(&Some(settings)))
     }
 
@@ -149,7 +95,7 @@ impl LawCase {
     pub fn premise(&self, ax: &Value, b: usize) -> Result<bool, String> {
         let carried = annotation(ax, template_pointer(self.kind), OWNER_MODE).is_some();
         let read = !self.owner_mode_unread(b);
-        if self.kind == Kind::Job && self.second[b] == Chooser::Settings && carried && read {
+        if self.kind == Kind::Job && self.second[b] == Carrier::Settings && carried && read {
             return Ok(false);
         }
         let over_x = self.plan(self.operation, &self.x, self.second[b], MODES[b]);
@@ -167,7 +113,7 @@ impl LawCase {
     /// (`workloadOverride: false`); the policy then leaves the owner's mode
     /// as it is.
     pub fn owner_mode_unread(&self, b: usize) -> bool {
-        self.second[b] == Chooser::Settings
+        self.second[b] == Carrier::Settings
             && self.settings.get("workloadOverride") == Some(&json!(false))
     }
 
@@ -214,62 +160,16 @@ impl LawCase {
         self.pass(operation, object, self.second[b], MODES[b])
     }
 
-    /// `object` with the user's edit made.
-    pub fn edited(&self, object: &Value) -> Value {
-        let t = template_pointer(self.kind);
-        let mut o = object.clone();
-        let mut names: Vec<String> = ["containers", "initContainers"]
-            .iter()
-            .flat_map(|l| containers(&self.x, t, l))
-            .filter_map(|c| c["name"].as_str().map(str::to_owned))
-            .collect();
-        names.sort();
-        match self.edit {
-            UserEdit::Env(n) | UserEdit::Image(n) => {
-                if names.is_empty() {
-                    return o;
-                }
-                let name = &names[n % names.len()];
-                let list = match container_mut(&mut o, t, "containers", name) {
-                    Some(_) => "containers",
-                    None => "initContainers",
-                };
-                let Some(c) = container_mut(&mut o, t, list, name) else {
-                    return o;
-                };
-                if let UserEdit::Env(_) = self.edit {
-                    let var = json!({"name": "EDITED_BY_USER", "value": "$(POD_NAME) 'x'"});
-                    match c["env"].as_array_mut() {
-                        Some(env) => env.push(var),
-                        None => c["env"] = json!([var]),
-                    }
-                } else {
-                    c["image"] = json!("registry.example/edited:2");
-                }
-            }
-            UserEdit::Label => {
-                let template = o.pointer_mut(t).unwrap();
-                if !template["metadata"].is_object() {
-                    template["metadata"] = json!({});
-                }
-                if !template["metadata"]["labels"].is_object() {
-                    template["metadata"]["labels"] = json!({});
-                }
-                template["metadata"]["labels"]["team.example.com/edited"] = json!("yes");
-            }
-            UserEdit::Annotation => set_annotation(&mut o, t, "team.example.com/owner", "batch"),
-        }
-        o
+    /// `object` with the user's edit made (`UserEdit::apply`, a container
+    /// counted among x's); `None` where it cannot be made.
+    pub fn edited(&self, object: &Value) -> Option<Value> {
+        self.edit
+            .apply(template_pointer(self.kind), object, &self.x)
     }
 }
 
-pub fn arb_chooser() -> BoxedStrategy<Chooser> {
-    prop_oneof![
-        Just(Chooser::Settings),
-        Just(Chooser::TemplateAnnotation),
-        Just(Chooser::ObjectAnnotation),
-    ]
-    .boxed()
+pub fn arb_carrier() -> BoxedStrategy<Carrier> {
+    proptest::sample::select(Carrier::ALL.to_vec()).boxed()
 }
 
 /// The prefix of a wrapper of an earlier version (another script and URL).
@@ -299,15 +199,15 @@ pub fn arb_law_case(recorded: bool) -> BoxedStrategy<LawCase> {
             1 => Just(Some(2)),
             2 => Just(Some(3)),
         ],
-        vec(arb_chooser(), 8),
+        vec(arb_carrier(), 8),
         prop_oneof![
-            (0..8usize).prop_map(UserEdit::Env),
-            (0..8usize).prop_map(UserEdit::Image),
-            Just(UserEdit::Label),
-            Just(UserEdit::Annotation),
+            (0..8usize).prop_map(|n| UserEdit::Env(Some(n))),
+            (0..8usize).prop_map(|n| UserEdit::Image(Some(n))),
+            Just(UserEdit::TemplateLabel),
+            Just(UserEdit::TemplateAnnotation),
         ],
     )
-        .prop_map(move |(case, earlier, choosers, edit)| {
+        .prop_map(move |(case, earlier, carriers, edit)| {
             let kind = case.kind;
             let t = template_pointer(kind);
             let operation = match (kind, case.request["operation"].as_str()) {
@@ -378,12 +278,12 @@ pub fn arb_law_case(recorded: bool) -> BoxedStrategy<LawCase> {
             }
             let recorded = record_of(&x, t) != Record::Absent;
             // `disabled` has no setting: chosen by the annotation.
-            let chooser = |i: usize, c: Chooser| match c {
-                Chooser::Settings if MODES[i % 4].is_none() => Chooser::TemplateAnnotation,
+            let carrier = |i: usize, c: Carrier| match c {
+                Carrier::Settings if MODES[i % 4].is_none() => Carrier::TemplateAnnotation,
                 c => c,
             };
-            let first = std::array::from_fn(|i| chooser(i, choosers[i]));
-            let second = std::array::from_fn(|i| chooser(i, choosers[i + 4]));
+            let first = std::array::from_fn(|i| carrier(i, carriers[i]));
+            let second = std::array::from_fn(|i| carrier(i, carriers[i + 4]));
             LawCase {
                 kind,
                 operation,

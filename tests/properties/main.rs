@@ -561,12 +561,13 @@ proptest! {
         let firsts = law.firsts();
         for b in 0..MODES.len() {
             let bx = law.second(&law.x, b, false);
-            let ebx = Pass { out: law.edited(&bx.out), ..bx };
+            let ebx = Pass { out: law.edited(&bx.out).expect("the edits drawn here apply"), ..bx };
             for (a, ax) in firsts.iter().enumerate() {
                 if !law.premise(&ax.out, b).map_err(TestCaseError::fail)? {
                     continue;
                 }
-                let beax = law.second(&law.edited(&ax.out), b, true);
+                let eax = law.edited(&ax.out).expect("the edits drawn here apply");
+                let beax = law.second(&eax, b, true);
                 let what = format!("B(e(A(x))) != e(B(x)), e = {:?}, {}", law.edit, pair(&law, a, b));
                 same(&what, &beax, &ebx, &|o| law.inert_off(b, o), law.warned(b, &beax, &ebx)).map_err(TestCaseError::fail)?;
             }
@@ -842,7 +843,7 @@ fn generators_reach_the_interesting_cases() {
     assert!(whys.len() >= 6, "{whys:?}");
     assert!(seen.len() == 8 && seen.values().all(|&n| n > 2), "{seen:?}");
 
-    // The laws' workloads: every chooser and mode, records of each form.
+    // The laws' workloads: every carrier and mode, records of each form.
     let strategy = arb_law_case(true);
     let mut records: BTreeMap<&str, usize> = BTreeMap::new();
     let mut untrusted = 0;
