@@ -12,7 +12,7 @@ use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder};
 
 use crate::admission::ModuleAnswer;
 use crate::error::{Error, Result};
-use crate::protocol::parse_answer;
+use crate::protocol::calls;
 // Also reachable as `host::…`, where `bench` and the tests name them.
 pub use crate::protocol::{validate_payload, GuestLog, SettingsValidation, ValidationResponse};
 
@@ -91,19 +91,12 @@ impl Policy {
 
     /// `protocol_version`: Kubewarden calls it first to know how to talk.
     pub fn protocol_version(&self) -> Result<String> {
-        let raw = self.call("protocol_version", &[])?;
-        let value: Value = parse_answer("protocol_version", &raw)?;
-        Ok(match value {
-            Value::String(s) => s,
-            other => other.to_string(),
-        })
+        calls::protocol_version(|f, p| self.call(f, p))
     }
 
     /// `validate_settings` with the settings as JSON, the module's own answer.
     pub fn validate_settings(&self, settings: &Value) -> Result<SettingsValidation> {
-        let payload = serde_json::to_vec(settings).map_err(|e| Error::Input(e.to_string()))?;
-        let raw = self.call("validate_settings", &payload)?;
-        parse_answer("validate_settings", &raw)
+        calls::validate_settings(|f, p| self.call(f, p), settings)
     }
 
     /// Like `validate_settings`, but invalid settings are an error carrying
@@ -122,10 +115,8 @@ impl Policy {
     /// `validate` on an AdmissionRequest (not a whole AdmissionReview), with
     /// the payload policy-server sends: `{"request": ..., "settings": ...}`.
     pub fn validate(&self, request: &Value, settings: &Value) -> Result<ModuleAnswer> {
-        let payload = validate_payload(request, settings)?;
         self.take_logs();
-        let raw = self.call("validate", &payload)?;
-        let response: ValidationResponse = parse_answer("validate", &raw)?;
+        let response = calls::validate(|f, p| self.call(f, p), request, settings)?;
         Ok(ModuleAnswer::new(request, response, self.take_logs()))
     }
 
@@ -135,30 +126,8 @@ impl Policy {
     }
 }
 
-/// The module in the engine, asked as every caller asks a policy: the
-/// answer policy-server gives the API server (`crate::admitted`), and the
-/// module's own `validate_settings`.
-impl kube_model::policy::Policy for Policy {
-    fn admit(
-        &mut self,
-        request: &Value,
-        settings: &Value,
-    ) -> std::result::Result<kube_model::policy::Admitted, String> {
-        let evaluation = self
-            .validate(request, settings)
-            .map_err(|e| e.to_string())?;
-        crate::admitted(&evaluation).map_err(|e| e.to_string())
-    }
-
-    fn validate_settings(
-        &mut self,
-        settings: &Value,
-    ) -> std::result::Result<kube_model::policy::Settings, String> {
-        Policy::validate_settings(self, settings)
-            .map(crate::settings_answer)
-            .map_err(|e| e.to_string())
-    }
-}
+// The module in the engine, asked as every caller asks a policy.
+crate::answers_as_policy!(Policy);
 
 /// How often the shared engine's epoch advances, and after how many ticks a
 /// guest call is interrupted: 2 s, policy-server's default policy timeout,

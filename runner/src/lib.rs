@@ -66,6 +66,39 @@ pub fn admitted(evaluation: &ModuleAnswer) -> Result<Admitted> {
     })
 }
 
+/// `kube_model::policy::Policy` for a type with the runner's `validate`
+/// and `validate_settings` (the module in the engine, the policy linked
+/// natively): the answer the engine gives the API server (`admitted`) and
+/// the policy's own settings answer. A macro, as a blanket impl of another
+/// crate's trait is not allowed.
+#[cfg(any(feature = "engine", feature = "native"))]
+macro_rules! answers_as_policy {
+    ($policy:ty) => {
+        impl kube_model::policy::Policy for $policy {
+            fn admit(
+                &mut self,
+                request: &serde_json::Value,
+                settings: &serde_json::Value,
+            ) -> std::result::Result<kube_model::policy::Admitted, String> {
+                let evaluation =
+                    <$policy>::validate(self, request, settings).map_err(|e| e.to_string())?;
+                crate::admitted(&evaluation).map_err(|e| e.to_string())
+            }
+
+            fn validate_settings(
+                &mut self,
+                settings: &serde_json::Value,
+            ) -> std::result::Result<kube_model::policy::Settings, String> {
+                <$policy>::validate_settings(self, settings)
+                    .map(crate::settings_answer)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    };
+}
+#[cfg(any(feature = "engine", feature = "native"))]
+pub(crate) use answers_as_policy;
+
 /// The policy's `validate_settings` answer, as `kube_model::policy::Policy`
 /// gives it.
 #[cfg(any(feature = "engine", feature = "native"))]

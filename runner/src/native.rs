@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::admission::ModuleAnswer;
 use crate::error::{Error, Result};
-use crate::protocol::{parse_answer, validate_payload, SettingsValidation, ValidationResponse};
+use crate::protocol::{calls, SettingsValidation};
 
 /// `istio_job_sidecar_policy`'s waPC functions, called natively.
 #[derive(Debug, Clone, Copy, Default)]
@@ -20,9 +20,16 @@ type GuestFunction =
     fn(&[u8]) -> std::result::Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>>;
 
 impl NativePolicy {
-    /// What the function answers; an error it returns becomes `Error::Call`,
-    /// as a guest error does in the engine.
-    fn call(&self, name: &str, function: GuestFunction, payload: &[u8]) -> Result<Vec<u8>> {
+    /// What the policy crate's waPC function `name` answers; an error it
+    /// returns becomes `Error::Call`, as a guest error does in the engine,
+    /// and so does a function the policy does not export.
+    pub fn call(&self, name: &str, payload: &[u8]) -> Result<Vec<u8>> {
+        let function: GuestFunction = match name {
+            "protocol_version" => istio_job_sidecar_policy::protocol_version,
+            "validate_settings" => istio_job_sidecar_policy::validate_settings,
+            "validate" => istio_job_sidecar_policy::validate,
+            _ => |_: &[u8]| Err("no such function".into()),
+        };
         function(payload).map_err(|e| Error::Call {
             function: name.to_owned(),
             message: e.to_string(),
@@ -31,58 +38,41 @@ impl NativePolicy {
 
     /// `protocol_version`, as the host asks it first.
     pub fn protocol_version(&self) -> Result<String> {
-        let raw = self.call(
-            "protocol_version",
-            istio_job_sidecar_policy::protocol_version,
-            &[],
-        )?;
-        let value: Value = parse_answer("protocol_version", &raw)?;
-        Ok(match value {
-            Value::String(s) => s,
-            other => other.to_string(),
-        })
+        calls::protocol_version(|f, p| self.call(f, p))
     }
 
     /// `validate_settings`: the policy's own answer.
     pub fn validate_settings(&self, settings: &Value) -> Result<SettingsValidation> {
-        let payload = serde_json::to_vec(settings).map_err(|e| Error::Input(e.to_string()))?;
-        let raw = self.call(
-            "validate_settings",
-            istio_job_sidecar_policy::validate_settings,
-            &payload,
-        )?;
-        parse_answer("validate_settings", &raw)
+        calls::validate_settings(|f, p| self.call(f, p), settings)
     }
 
     /// `validate` on an AdmissionRequest, with the patch Kubewarden computes.
     pub fn validate(&self, request: &Value, settings: &Value) -> Result<ModuleAnswer> {
-        let payload = validate_payload(request, settings)?;
-        let raw = self.call("validate", istio_job_sidecar_policy::validate, &payload)?;
-        let response: ValidationResponse = parse_answer("validate", &raw)?;
+        let response = calls::validate(|f, p| self.call(f, p), request, settings)?;
         // The policy logs nothing through the host; natively there is no host.
         Ok(ModuleAnswer::new(request, response, Vec::new()))
     }
 }
 
-/// The policy crate natively, asked as every caller asks a policy, with
-/// the answer the module gives in the engine.
-impl kube_model::policy::Policy for NativePolicy {
-    fn admit(
-        &mut self,
-        request: &Value,
-        settings: &Value,
-    ) -> std::result::Result<kube_model::policy::Admitted, String> {
-        let evaluation =
-            NativePolicy::validate(self, request, settings).map_err(|e| e.to_string())?;
-        crate::admitted(&evaluation).map_err(|e| e.to_string())
-    }
+// The policy crate natively, asked as every caller asks a policy, with the
+// answer the module gives in the engine.
+crate::answers_as_policy!(NativePolicy);
 
-    fn validate_settings(
-        &mut self,
-        settings: &Value,
-    ) -> std::result::Result<kube_model::policy::Settings, String> {
-        NativePolicy::validate_settings(self, settings)
-            .map(crate::settings_answer)
-            .map_err(|e| e.to_string())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_function_the_policy_does_not_export_is_a_call_error() {
+        match NativePolicy.call("validate_raw", b"{}") {
+            Err(Error::Call { function, message }) => {
+                assert_eq!(
+                    (function.as_str(), message.as_str()),
+                    ("validate_raw", "no such function")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(NativePolicy.protocol_version().is_ok());
     }
 }

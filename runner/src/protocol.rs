@@ -96,6 +96,43 @@ pub fn parse_answer<T: serde::de::DeserializeOwned>(function: &str, raw: &[u8]) 
     })
 }
 
+/// Kubewarden's calls of a policy, written once over a raw waPC call
+/// (`call`: the function's name and payload in, its answer out, a guest
+/// error as `Error::Call`), for the module in the engine (`host`) and the
+/// policy linked natively (`native`) alike.
+pub(crate) mod calls {
+    use super::*;
+
+    /// `protocol_version`: Kubewarden calls it first to know how to talk.
+    pub fn protocol_version(call: impl FnOnce(&str, &[u8]) -> Result<Vec<u8>>) -> Result<String> {
+        let raw = call("protocol_version", &[])?;
+        Ok(match parse_answer("protocol_version", &raw)? {
+            Value::String(s) => s,
+            other => other.to_string(),
+        })
+    }
+
+    /// `validate_settings` with the settings as JSON: the policy's own answer.
+    pub fn validate_settings(
+        call: impl FnOnce(&str, &[u8]) -> Result<Vec<u8>>,
+        settings: &Value,
+    ) -> Result<SettingsValidation> {
+        let payload = serde_json::to_vec(settings).map_err(|e| Error::Input(e.to_string()))?;
+        parse_answer("validate_settings", &call("validate_settings", &payload)?)
+    }
+
+    /// `validate` on an AdmissionRequest (not a whole AdmissionReview), with
+    /// the payload policy-server sends: `{"request": ..., "settings": ...}`.
+    pub fn validate(
+        call: impl FnOnce(&str, &[u8]) -> Result<Vec<u8>>,
+        request: &Value,
+        settings: &Value,
+    ) -> Result<ValidationResponse> {
+        let payload = validate_payload(request, settings)?;
+        parse_answer("validate", &call("validate", &payload)?)
+    }
+}
+
 fn preview(raw: &[u8]) -> String {
     let text = String::from_utf8_lossy(raw);
     match text.char_indices().nth(200) {
