@@ -34,6 +34,27 @@ pub fn find() -> Option<PathBuf> {
 }
 
 impl Kubectl {
+    /// The kubectl at `program` that reads the cluster when the user gave
+    /// no INPUT; without one on PATH, the error that says what to give.
+    pub fn for_cluster(
+        program: Option<PathBuf>,
+        context: &Option<String>,
+        namespace: &Option<String>,
+        request_timeout: &str,
+        first_byte: u64,
+    ) -> Result<Kubectl, String> {
+        let program = program.ok_or(
+            "no INPUT given and kubectl is not on PATH: give files, directories or - for stdin",
+        )?;
+        Ok(Kubectl {
+            program,
+            context: context.clone(),
+            namespace: namespace.clone(),
+            request_timeout: request_timeout.to_owned(),
+            first_byte,
+        })
+    }
+
     /// The command line, as the report names its source.
     pub fn describe(&self, resources: &str) -> String {
         self.args(resources).join(" ").replace("\n", " ")

@@ -240,16 +240,13 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
     };
     let mut scanner = Scanner::new(&config, options);
     if inputs.is_empty() {
-        let program = kubectl::find().ok_or(
-            "no INPUT given and kubectl is not on PATH: give files, directories or - for stdin",
+        let kubectl = Kubectl::for_cluster(
+            kubectl::find(),
+            &args.context,
+            &args.namespace,
+            &args.request_timeout,
+            args.cluster_timeout,
         )?;
-        let kubectl = Kubectl {
-            program,
-            context: args.context.clone(),
-            namespace: args.namespace.clone(),
-            request_timeout: args.request_timeout.clone(),
-            first_byte: args.cluster_timeout,
-        };
         let resources = "jobs,cronjobs,pods";
         scanner.scan.sources.push(kubectl.describe(resources));
         kubectl.get(resources, &mut |found| scanner.take(found))?;
@@ -433,16 +430,13 @@ fn end_stuck(args: EndArgs) -> Result<u8, String> {
     };
     let program = kubectl::find();
     if inputs.is_empty() {
-        let program = program.clone().ok_or(
-            "no INPUT given and kubectl is not on PATH: give files, directories or - for stdin",
+        let kubectl = Kubectl::for_cluster(
+            program.clone(),
+            &args.context,
+            &args.namespace,
+            &args.request_timeout,
+            args.cluster_timeout,
         )?;
-        let kubectl = Kubectl {
-            program,
-            context: args.context.clone(),
-            namespace: args.namespace.clone(),
-            request_timeout: args.request_timeout.clone(),
-            first_byte: args.cluster_timeout,
-        };
         kubectl.get("pods", &mut take)?;
     } else {
         for source in sources(&inputs).map_err(|e| e.to_string())? {
