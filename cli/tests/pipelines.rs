@@ -475,6 +475,28 @@ fn piped_stdin_is_the_input_without_a_dash() {
     assert_eq!(report["totals"]["stuck"], 3);
 }
 
+/// No INPUT, nothing on stdin and no kubectl on PATH: scan and end-stuck
+/// say what to give instead of reading a cluster.
+#[test]
+fn no_input_and_no_kubectl_says_what_to_give() {
+    for command in ["scan", "end-stuck"] {
+        let out = tool()
+            .arg(command)
+            .env("PATH", "/nonexistent")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains(
+                "no INPUT given and kubectl is not on PATH: give files, directories or - for stdin"
+            ),
+            "{command}: {stderr}"
+        );
+    }
+}
+
 /// `-n` keeps a file's objects of that namespace only, as `kubectl get -n`.
 #[test]
 fn the_namespace_flag_filters_files() {
