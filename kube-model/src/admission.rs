@@ -124,14 +124,24 @@ fn group_version(object: &Value) -> (&str, &str) {
     api_version.split_once('/').unwrap_or(("", api_version))
 }
 
-/// The resource of a kind: lower case, plural (every kind the policy and
-/// its tools meet takes an `s`, or `es` after an `s`).
+/// The resource the API server serves a kind as, by the rule its REST
+/// mapping guesses one with (k8s.io/apimachinery `pkg/api/meta/restmapper.go`,
+/// `UnsafeGuessKindToResource`), which every built-in kind's storage name
+/// follows: lower case; a kind ending in `endpoints` unchanged
+/// (`unpluralizedSuffixes`); after a final `s`, `es`; a final `y` made
+/// `ies`; else `s` (`Ingress`: `ingresses`, `NetworkPolicy`:
+/// `networkpolicies`, `Endpoints`: `endpoints`).
 pub fn plural(kind: &str) -> String {
     let lower = kind.to_ascii_lowercase();
-    match lower.as_str() {
-        "" => String::new(),
-        l if l.ends_with('s') => format!("{l}es"),
-        l => format!("{l}s"),
+    if lower.is_empty() || lower.ends_with("endpoints") {
+        return lower;
+    }
+    if lower.ends_with('s') {
+        format!("{lower}es")
+    } else if let Some(stem) = lower.strip_suffix('y') {
+        format!("{stem}ies")
+    } else {
+        format!("{lower}s")
     }
 }
 
@@ -322,6 +332,26 @@ mod tests {
         );
         let ingress = request("CREATE", &json!({"kind": "Ingress"}), None, "");
         assert_eq!(ingress["resource"]["resource"], "ingresses");
+    }
+
+    /// The resources the API server serves the built-in kinds as
+    /// (`kubectl api-resources`).
+    #[test]
+    fn resources_as_the_api_server_names_them() {
+        for (kind, resource) in [
+            ("Pod", "pods"),
+            ("CronJob", "cronjobs"),
+            ("Ingress", "ingresses"),
+            ("NetworkPolicy", "networkpolicies"),
+            ("PriorityClass", "priorityclasses"),
+            ("Endpoints", "endpoints"),
+            ("StorageClass", "storageclasses"),
+            ("IngressClass", "ingressclasses"),
+            ("ResourceQuota", "resourcequotas"),
+            ("", ""),
+        ] {
+            assert_eq!(plural(kind), resource, "{kind}");
+        }
     }
 
     #[test]

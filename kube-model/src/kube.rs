@@ -13,25 +13,90 @@
 //!   (`pkg/apis/core/validation` `validateInitContainers`,
 //!   `validateContainers`; `pkg/apis/batch/validation` `ValidateJobSpec`).
 //! - `store`: what is stored after the mutating webhooks: members that are
-//!   `null` and the empty maps and lists Go's `omitempty` drops are gone,
-//!   and a Job gets its generated selector labels
-//!   (`pkg/registry/batch/job/strategy.go`, `generateSelector`), which every
-//!   Pod of it then carries.
+//!   `null`, and the empty maps and lists of the members Go's `omitempty`
+//!   drops (`EMPTY_IS_ABSENT`), are gone, and a Job gets its generated
+//!   selector labels (`pkg/registry/batch/job/strategy.go`,
+//!   `generateSelector`), which every Pod of it then carries.
 //! - `normalize`: two objects compared as Kubernetes reads them: `null`
-//!   members, empty maps and empty lists mean "absent".
+//!   members are absent, and so are the empty values of `EMPTY_IS_ABSENT`,
+//!   and nothing else: an empty object elsewhere is a value (a volume's
+//!   `emptyDir: {}` is its source; a pointer to an empty struct is no nil
+//!   pointer).
 
 use crate::workload::{pod_template, template_spec_field, Kind};
 use serde_json::{Map, Value};
 
-/// Members whose empty value Go's `omitempty` drops (maps and lists of
-/// `ObjectMeta` and `PodSpec` the policy and Istio's injector write).
-const DROPPED_WHEN_EMPTY: [&str; 5] = [
-    "annotations",
-    "labels",
-    "initContainers",
-    "volumes",
-    "imagePullSecrets",
+/// How the API server reads an empty value of a member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Empty {
+    /// A map or a slice with `omitempty`: empty or absent, it is not
+    /// written (`encoding/json`), so it is not stored.
+    Omitted,
+    /// A struct held by value (no pointer): absent reads as its zero
+    /// value, which `encoding/json` writes `{}` whatever `omitempty` says.
+    ZeroStruct,
+}
+
+/// The members whose empty value Kubernetes reads as absent, by their
+/// JSON name, from the API types of the objects the policy and Istio's
+/// injector write (k8s.io/api v0.36.3, Kubernetes 1.36: `core/v1/types.go`,
+/// `batch/v1/types.go`; k8s.io/apimachinery `meta/v1/types.go` for
+/// `ObjectMeta`). A member not listed keeps its empty value: `emptyDir`,
+/// `securityContext`, `lifecycle`, the probes and every other pointer to
+/// a struct mean something when `{}`.
+const EMPTY_IS_ABSENT: [(&str, Empty); 39] = [
+    // ObjectMeta: maps and slices.
+    ("annotations", Empty::Omitted),
+    ("labels", Empty::Omitted),
+    ("ownerReferences", Empty::Omitted),
+    ("finalizers", Empty::Omitted),
+    ("managedFields", Empty::Omitted),
+    // PodSpec: slices and maps.
+    ("volumes", Empty::Omitted),
+    ("initContainers", Empty::Omitted),
+    ("ephemeralContainers", Empty::Omitted),
+    ("imagePullSecrets", Empty::Omitted),
+    ("nodeSelector", Empty::Omitted),
+    ("tolerations", Empty::Omitted),
+    ("hostAliases", Empty::Omitted),
+    ("readinessGates", Empty::Omitted),
+    ("topologySpreadConstraints", Empty::Omitted),
+    ("resourceClaims", Empty::Omitted),
+    ("schedulingGates", Empty::Omitted),
+    ("overhead", Empty::Omitted),
+    // Container (and ExecAction's `command`): slices.
+    ("command", Empty::Omitted),
+    ("args", Empty::Omitted),
+    ("ports", Empty::Omitted),
+    ("envFrom", Empty::Omitted),
+    ("env", Empty::Omitted),
+    ("volumeMounts", Empty::Omitted),
+    ("volumeDevices", Empty::Omitted),
+    ("resizePolicy", Empty::Omitted),
+    ("restartPolicyRules", Empty::Omitted),
+    // ResourceRequirements: `ResourceList` maps and a slice.
+    ("limits", Empty::Omitted),
+    ("requests", Empty::Omitted),
+    ("claims", Empty::Omitted),
+    // Capabilities, HTTPGetAction, the volume sources' `items`.
+    ("add", Empty::Omitted),
+    ("drop", Empty::Omitted),
+    ("httpHeaders", Empty::Omitted),
+    ("items", Empty::Omitted),
+    // Structs held by value: every object's `metadata`, `spec` and
+    // `status`; `JobSpec.template`, `CronJobSpec.jobTemplate`;
+    // `Container.resources`.
+    ("metadata", Empty::ZeroStruct),
+    ("spec", Empty::ZeroStruct),
+    ("status", Empty::ZeroStruct),
+    ("template", Empty::ZeroStruct),
+    ("jobTemplate", Empty::ZeroStruct),
+    ("resources", Empty::ZeroStruct),
 ];
+
+fn empty_is_absent(key: &str, reading: Empty) -> bool {
+    EMPTY_IS_ABSENT.contains(&(key, reading))
+}
 
 /// `object` with the defaults the API server applies on decoding: only
 /// those of the fields the journeys read or show.
@@ -90,6 +155,13 @@ fn default_pod_spec(spec: &mut Value, pod: bool) {
     }
     if let Some(volumes) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
         for volume in volumes.iter_mut() {
+            // `SetDefaults_Volume`: a volume that names no source is an
+            // `emptyDir` (every member but `name` is a source).
+            if let Some(members) = volume.as_object_mut() {
+                if members.iter().all(|(k, v)| k == "name" || v.is_null()) {
+                    members.insert("emptyDir".into(), Value::Object(Map::new()));
+                }
+            }
             // 0644, `SetDefaults_*VolumeSource`.
             for source in ["secret", "configMap", "projected", "downwardAPI"] {
                 if volume[source].is_object() {
@@ -168,7 +240,9 @@ pub fn validate(object: &Value) -> Result<(), String> {
 }
 
 /// `validateInitContainers` and `validateContainers`, as far as the
-/// journeys rely on them: names unique across both lists; a container's
+/// journeys rely on them, in their order (the regular containers first),
+/// the first error only (the API server gives them all): an image on every
+/// container; names unique across both lists; a container's
 /// `restartPolicy` only on init containers, and there only `Always` (a
 /// native sidecar); lifecycle hooks and probes on init containers only
 /// when native; a liveness or startup probe's `successThreshold` is 1.
@@ -186,6 +260,12 @@ pub fn validate_pod_spec(spec: &Value, at: &str) -> Result<(), String> {
         for (i, c) in items.iter().enumerate() {
             let here = format!("{at}.{list}[{i}]");
             let name = c["name"].as_str().unwrap_or_default();
+            // `validateContainerCommon`, before the list's check of names:
+            // every container, init or not, names an image (a partial
+            // container a webhook left has none).
+            if c["image"].as_str().is_none_or(str::is_empty) {
+                return Err(format!("{here}.image: Required value"));
+            }
             if names.contains(&name) {
                 return Err(format!("{here}.name: Duplicate value: {name:?}"));
             }
@@ -242,7 +322,7 @@ fn default_member(object: &mut Value, key: &str, value: Value) {
 /// `uid` names a new Job's generated selector.
 pub fn store(object: &Value, uid: &str) -> Value {
     let mut stored = object.clone();
-    drop_empty(&mut stored, &DROPPED_WHEN_EMPTY);
+    drop_empty(&mut stored, &[Empty::Omitted]);
     if stored["kind"] == "Job" && stored["spec"]["selector"].is_null() {
         let name = stored["metadata"]["name"].clone();
         let selector = [
@@ -273,60 +353,40 @@ pub fn store(object: &Value, uid: &str) -> Value {
     stored
 }
 
-/// Removes `null` members everywhere, and the members named in `keys`
-/// when they are empty maps or lists.
-fn drop_empty(value: &mut Value, keys: &[&str]) {
+/// Removes `null` members everywhere, and the empty maps and lists of the
+/// members `EMPTY_IS_ABSENT` reads as absent the ways in `readings`.
+fn drop_empty(value: &mut Value, readings: &[Empty]) {
     match value {
         Value::Object(members) => {
             for child in members.values_mut() {
-                drop_empty(child, keys);
+                drop_empty(child, readings);
             }
             members.retain(|key, child| {
                 let empty = match child {
                     Value::Null => true,
-                    Value::Object(m) => m.is_empty() && keys.contains(&key.as_str()),
-                    Value::Array(a) => a.is_empty() && keys.contains(&key.as_str()),
+                    Value::Object(m) => m.is_empty(),
+                    Value::Array(a) => a.is_empty(),
                     _ => false,
                 };
-                !empty
+                let absent = matches!(child, Value::Null)
+                    || (empty && readings.iter().any(|r| empty_is_absent(key, *r)));
+                !absent
             });
         }
-        Value::Array(items) => items.iter_mut().for_each(|i| drop_empty(i, keys)),
+        Value::Array(items) => items.iter_mut().for_each(|i| drop_empty(i, readings)),
         _ => {}
     }
 }
 
-/// `value` as Kubernetes reads it, for comparisons: `null` members, empty
-/// maps and empty lists are absent (Go's types read all three as the zero
-/// value, and `omitempty` drops them on storage). This is the one place
-/// that decides it: null and empty alike, at every level, because no field
-/// the policy or Istio writes means something else when empty.
+/// `value` as Kubernetes reads it, for comparisons: `null` members are
+/// absent, and so are the empty values of the members `EMPTY_IS_ABSENT`
+/// names (maps and slices `omitempty` drops, structs held by value),
+/// at every level, innermost first; any other empty value stays, as the
+/// API server keeps it. This is the one place that decides it.
 pub fn normalize(value: &Value) -> Value {
     let mut value = value.clone();
-    normalize_in_place(&mut value);
+    drop_empty(&mut value, &[Empty::Omitted, Empty::ZeroStruct]);
     value
-}
-
-fn normalize_in_place(value: &mut Value) {
-    match value {
-        Value::Object(members) => {
-            for child in members.values_mut() {
-                normalize_in_place(child);
-            }
-            members.retain(|_, child| !is_empty(child));
-        }
-        Value::Array(items) => items.iter_mut().for_each(normalize_in_place),
-        _ => {}
-    }
-}
-
-fn is_empty(value: &Value) -> bool {
-    match value {
-        Value::Null => true,
-        Value::Object(m) => m.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        _ => false,
-    }
 }
 
 #[cfg(test)]
@@ -335,22 +395,54 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn normalize_treats_null_and_empty_as_absent() {
+    fn normalize_drops_only_what_kubernetes_reads_as_absent() {
         let a = json!({"metadata": {"annotations": {}, "labels": null}, "spec": {"initContainers": [], "x": [{}]}});
         assert_eq!(normalize(&a), json!({"spec": {"x": [{}]}}));
+        // A struct held by value, empty once its empty members are gone.
+        let b = json!({"metadata": {"annotations": {}}, "spec": {"containers": [{"name": "a", "resources": {"limits": {}}}]}});
+        assert_eq!(
+            normalize(&b),
+            json!({"spec": {"containers": [{"name": "a"}]}})
+        );
+        // A volume's source, a pointer to an empty struct: a value.
+        let volumes = json!({"volumes": [{"name": "d", "emptyDir": {}}], "securityContext": {}});
+        assert_eq!(normalize(&volumes), volumes);
+        assert_ne!(
+            normalize(&json!({"volumes": [{"name": "d", "emptyDir": {}}]})),
+            normalize(&json!({"volumes": [{"name": "d"}]}))
+        );
+    }
+
+    /// `SetDefaults_Volume`: a volume without a source is an `emptyDir`.
+    #[test]
+    fn a_volume_without_a_source_is_an_empty_dir() {
+        let pod = json!({"kind": "Pod", "spec": {"containers": [{"name": "a"}],
+            "volumes": [{"name": "d"}, {"name": "m", "emptyDir": {"medium": "Memory"}}, {"name": "c", "configMap": {"name": "x"}}]}});
+        let decoded = decode(&pod);
+        let volumes = &decoded["spec"]["volumes"];
+        assert_eq!(volumes[0], json!({"name": "d", "emptyDir": {}}));
+        assert_eq!(
+            volumes[1],
+            json!({"name": "m", "emptyDir": {"medium": "Memory"}})
+        );
+        assert_eq!(volumes[2]["configMap"]["defaultMode"], 420);
     }
 
     #[test]
     fn store_drops_what_omitempty_drops_and_selects_a_jobs_pods() {
         let job = json!({"kind": "Job", "metadata": {"name": "j", "annotations": {}},
-            "spec": {"template": {"metadata": {"annotations": {}}, "spec": {"initContainers": [], "containers": [{"name": "a", "args": []}]}}}});
+            "spec": {"template": {"metadata": {"annotations": {}}, "spec": {"initContainers": [], "containers": [{"name": "a", "args": [], "securityContext": {}}]}}}});
         let stored = store(&job, "u1");
         assert_eq!(stored["metadata"], json!({"name": "j"}));
         let template = &stored["spec"]["template"];
         assert_eq!(template["metadata"]["labels"]["job-name"], "j");
         assert_eq!(template["spec"]["initContainers"], Value::Null);
-        // Only the members omitempty drops for the journeys' fields.
-        assert_eq!(template["spec"]["containers"][0]["args"], json!([]));
+        // Every member omitempty drops, and no other.
+        assert_eq!(template["spec"]["containers"][0]["args"], Value::Null);
+        assert_eq!(
+            template["spec"]["containers"][0]["securityContext"],
+            json!({})
+        );
     }
 
     /// Every PodSpec defaults to `Always`, a Job's template included,
@@ -413,7 +505,7 @@ mod tests {
     #[test]
     fn pod_rules_the_schemas_cannot_express() {
         let spec = |init: Value, containers: Value| json!({"initContainers": init, "containers": containers});
-        let app = json!({"name": "app"});
+        let app = json!({"name": "app", "image": "app:1"});
         let cases = [
             (spec(json!([]), json!([app.clone()])), None),
             (
@@ -421,26 +513,29 @@ mod tests {
                 Some("containers: Required value"),
             ),
             (
-                spec(json!([{"name": "app"}]), json!([app.clone()])),
+                spec(
+                    json!([{"name": "app", "image": "app:1"}]),
+                    json!([app.clone()]),
+                ),
                 Some("initContainers[0].name: Duplicate value: \"app\""),
             ),
             (
                 spec(
-                    json!([{"name": "p", "restartPolicy": "Always", "startupProbe": {}, "lifecycle": {}}]),
+                    json!([{"name": "p", "image": "p:1", "restartPolicy": "Always", "startupProbe": {}, "lifecycle": {}}]),
                     json!([app.clone()]),
                 ),
                 None,
             ),
             (
                 spec(
-                    json!([{"name": "p", "readinessProbe": {}}]),
+                    json!([{"name": "p", "image": "p:1", "readinessProbe": {}}]),
                     json!([app.clone()]),
                 ),
                 Some("initContainers[0].readinessProbe: Forbidden"),
             ),
             (
                 spec(
-                    json!([{"name": "p", "restartPolicy": "Never"}]),
+                    json!([{"name": "p", "image": "p:1", "restartPolicy": "Never"}]),
                     json!([app.clone()]),
                 ),
                 Some("initContainers[0].restartPolicy: Unsupported value"),
@@ -448,16 +543,29 @@ mod tests {
             (
                 spec(
                     json!([]),
-                    json!([{"name": "app", "restartPolicy": "Always"}]),
+                    json!([{"name": "app", "image": "app:1", "restartPolicy": "Always"}]),
                 ),
                 Some("containers[0].restartPolicy: Forbidden"),
             ),
             (
                 spec(
                     json!([]),
-                    json!([{"name": "app", "startupProbe": {"successThreshold": 2}}]),
+                    json!([{"name": "app", "image": "app:1", "startupProbe": {"successThreshold": 2}}]),
                 ),
                 Some("startupProbe.successThreshold: Invalid value: 2"),
+            ),
+            // A partial proxy a template left, beside the native one: the
+            // missing image is found first.
+            (
+                spec(
+                    json!([{"name": "istio-proxy", "image": "proxyv2:1", "restartPolicy": "Always"}]),
+                    json!([app.clone(), {"name": "istio-proxy"}]),
+                ),
+                Some("containers[1].image: Required value"),
+            ),
+            (
+                spec(json!([{"name": "init", "image": ""}]), json!([app.clone()])),
+                Some("initContainers[0].image: Required value"),
             ),
         ];
         for (spec, refused) in cases {

@@ -89,21 +89,46 @@ impl Rule {
         })
     }
 
-    /// Whether the rule covers the AdmissionRequest `request`.
+    /// Whether the rule covers the AdmissionRequest `request`, its resource
+    /// as the request names it (k8s.io/apiserver
+    /// `pkg/admission/plugin/webhook/predicates/rules/rules.go`,
+    /// `Matcher.Matches`: scope, operation, group, version, resource).
     pub fn matches(&self, request: &Value) -> bool {
         let resource = &request["resource"];
         let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-        let namespaced = request["namespace"].as_str().is_some_and(|n| !n.is_empty());
+        self.matches_resource(
+            request,
+            &text(&resource["group"]),
+            &text(&resource["version"]),
+            &text(&resource["resource"]),
+        )
+    }
+
+    /// The rule's match on `request` as if its resource were `group`,
+    /// `version`, `resource` (an equivalent one under `matchPolicy:
+    /// Equivalent`).
+    fn matches_resource(
+        &self,
+        request: &Value,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> bool {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        let namespace = request["namespace"].as_str().unwrap_or_default();
+        // `Matcher.scope`: a Namespace object is cluster-scoped, though
+        // its request names the namespace itself.
+        let namespace_object = group.is_empty() && version == "v1" && resource == "namespaces";
         let scoped = match self.scope {
             Scope::Any => true,
-            Scope::Namespaced => namespaced,
-            Scope::Cluster => !namespaced,
+            Scope::Namespaced => !namespace_object && !namespace.is_empty(),
+            Scope::Cluster => namespace_object || namespace.is_empty(),
         };
-        listed(&self.operations, &text(&request["operation"]))
-            && listed(&self.api_groups, &text(&resource["group"]))
-            && listed(&self.api_versions, &text(&resource["version"]))
-            && self.resource_listed(&text(&resource["resource"]), &text(&request["subResource"]))
-            && scoped
+        scoped
+            && listed(&self.operations, &text(&request["operation"]))
+            && listed(&self.api_groups, group)
+            && listed(&self.api_versions, version)
+            && self.resource_listed(resource, &text(&request["subResource"]))
     }
 
     /// `resource` or `resource/subresource` among the rule's resources:
@@ -123,6 +148,49 @@ impl Rule {
                 }
         })
     }
+}
+
+/// A webhook's `matchPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MatchPolicy {
+    /// Only the rules' own resources.
+    Exact,
+    /// Also a request of a resource the API server serves in another group
+    /// or version from the same storage (`admissionregistration/v1`'s
+    /// default, and Kubewarden's).
+    #[default]
+    Equivalent,
+}
+
+/// Resources the API server serves from one storage under several groups
+/// or versions (its `EquivalentResourceRegistry`, filled by the REST
+/// storage of each group; Kubernetes 1.33): a rule for one of them matches
+/// a request for another under `matchPolicy: Equivalent`
+/// (k8s.io/apiserver `pkg/admission/plugin/webhook/generic/webhook.go`,
+/// `ShouldCallHook`), which is then sent converted to the rule's version.
+/// The kinds this policy handles (Pods, Jobs, CronJobs) are served in one
+/// version each.
+const EQUIVALENT_RESOURCES: [&[(&str, &str, &str)]; 2] = [
+    &[("", "v1", "events"), ("events.k8s.io", "v1", "events")],
+    &[
+        ("autoscaling", "v1", "horizontalpodautoscalers"),
+        ("autoscaling", "v2", "horizontalpodautoscalers"),
+    ],
+];
+
+/// The resources equivalent to (`group`, `version`, `resource`), itself
+/// left out.
+fn equivalents(
+    group: &str,
+    version: &str,
+    resource: &str,
+) -> Vec<(&'static str, &'static str, &'static str)> {
+    EQUIVALENT_RESOURCES
+        .iter()
+        .filter(|class| class.contains(&(group, version, resource)))
+        .flat_map(|class| class.iter().copied())
+        .filter(|gvr| *gvr != (group, version, resource))
+        .collect()
 }
 
 fn listed(list: &[String], value: &str) -> bool {
@@ -272,6 +340,8 @@ pub struct Webhook {
     pub ignore_failures: bool,
     /// An `AdmissionPolicy`'s namespace: the only one it sees.
     pub own_namespace: Option<String>,
+    /// The policy's `matchPolicy` (Kubewarden copies it to the webhook).
+    pub match_policy: MatchPolicy,
     /// What a reader of the policy should know: dropped `matchLabels`.
     pub notes: Vec<String>,
 }
@@ -282,8 +352,14 @@ impl Webhook {
     /// `kubewarden_namespace`.
     pub fn of_policy(policy: &Value, kubewarden_namespace: &str) -> Result<Webhook, String> {
         let spec = &policy["spec"];
+        let match_policy = match spec["matchPolicy"].as_str() {
+            None | Some("Equivalent") => MatchPolicy::Equivalent,
+            Some("Exact") => MatchPolicy::Exact,
+            Some(other) => return Err(format!("matchPolicy {other:?} is not Exact or Equivalent")),
+        };
         let mut webhook = Webhook {
             ignore_failures: spec["failurePolicy"] == "Ignore",
+            match_policy,
             ..Webhook::default()
         };
         if policy["kind"] == "AdmissionPolicy" {
@@ -339,6 +415,25 @@ impl Webhook {
         Ok(webhook)
     }
 
+    /// `rule` on `request`, or on a resource equivalent to its own under
+    /// `matchPolicy: Equivalent`.
+    fn rule_matches(&self, rule: &Rule, request: &Value) -> bool {
+        if rule.matches(request) {
+            return true;
+        }
+        let resource = &request["resource"];
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        let (group, version, name) = (
+            text(&resource["group"]),
+            text(&resource["version"]),
+            text(&resource["resource"]),
+        );
+        self.match_policy == MatchPolicy::Equivalent
+            && equivalents(&group, &version, &name)
+                .into_iter()
+                .any(|(g, v, r)| rule.matches_resource(request, g, v, r))
+    }
+
     /// Whether the AdmissionRequest `request` passes the rules, the
     /// namespace (an `AdmissionPolicy`'s own) and the objectSelector.
     pub fn sent_for_request(&self, request: &Value) -> Sent {
@@ -348,7 +443,7 @@ impl Webhook {
                 return Sent::No(format!("the AdmissionPolicy sees namespace {own} only"));
             }
         }
-        if !self.rules.iter().any(|r| r.matches(request)) {
+        if !self.rules.iter().any(|r| self.rule_matches(r, request)) {
             let resource = &request["resource"]["resource"];
             let operation = &request["operation"];
             return Sent::No(format!(
@@ -439,6 +534,50 @@ mod tests {
         v2["resource"]["version"] = json!("v2");
         assert!(!rule(json!(["pods"]), Value::Null).matches(&v2));
         assert!(Rule::read(&json!({"scope": "Everywhere"})).is_err());
+    }
+
+    /// `Matcher.scope`: a Namespace object is cluster-scoped, though its
+    /// request names the namespace itself.
+    #[test]
+    fn a_namespace_object_is_cluster_scoped() {
+        let namespace = request("CREATE", "namespaces", "", "team-a");
+        let namespaces = |scope| rule(json!(["namespaces"]), scope);
+        assert!(namespaces(json!("Cluster")).matches(&namespace));
+        assert!(!namespaces(json!("Namespaced")).matches(&namespace));
+        assert!(namespaces(json!("*")).matches(&namespace));
+        let pod = request("CREATE", "pods", "", "team-a");
+        assert!(!rule(json!(["*"]), json!("Cluster")).matches(&pod));
+        let node = request("CREATE", "nodes", "", "");
+        assert!(rule(json!(["*"]), json!("Cluster")).matches(&node));
+        assert!(!rule(json!(["*"]), json!("Namespaced")).matches(&node));
+    }
+
+    /// `matchPolicy`: under `Equivalent` (the default) a rule for one
+    /// version of a resource served from the same storage as another
+    /// matches a request for the other; under `Exact` it does not.
+    #[test]
+    fn equivalent_resources_match_unless_exact() {
+        let policy = |match_policy: Value| {
+            json!({"kind": "ClusterAdmissionPolicy", "spec": {"matchPolicy": match_policy,
+                "rules": [{"operations": ["CREATE"], "apiGroups": ["autoscaling"],
+                           "apiVersions": ["v2"], "resources": ["horizontalpodautoscalers"]}]}})
+        };
+        let mut v1 = request("CREATE", "horizontalpodautoscalers", "", "a");
+        v1["resource"]["group"] = json!("autoscaling");
+        let equivalent = Webhook::of_policy(&policy(Value::Null), "kw").unwrap();
+        assert_eq!(equivalent.match_policy, MatchPolicy::Equivalent);
+        assert_eq!(equivalent.sent_for_request(&v1), Sent::Yes);
+        let exact = Webhook::of_policy(&policy(json!("Exact")), "kw").unwrap();
+        assert!(matches!(exact.sent_for_request(&v1), Sent::No(_)));
+        assert!(Webhook::of_policy(&policy(json!("Loose")), "kw").is_err());
+        // Pods have no equivalent: the same either way.
+        let pods = request("CREATE", "pods", "", "a");
+        let mut v2 = pods.clone();
+        v2["resource"]["version"] = json!("v2");
+        let rule_v2 = json!({"kind": "ClusterAdmissionPolicy", "spec": {
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v2"], "resources": ["pods"]}]}});
+        let webhook = Webhook::of_policy(&rule_v2, "kw").unwrap();
+        assert!(matches!(webhook.sent_for_request(&pods), Sent::No(_)));
     }
 
     #[test]

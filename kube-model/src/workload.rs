@@ -1,10 +1,54 @@
-//! Where a workload's pod template is, by the policy's own rule
-//! (`Kind::template_path`), for every tool and test that reads or writes one.
+//! Where a workload's pod template is, as Kubernetes' API types place it
+//! (k8s.io/api `batch/v1/types.go`: `JobSpec.Template`, a
+//! `PodTemplateSpec`; `CronJobSpec.JobTemplate`, a `JobTemplateSpec` whose
+//! `Spec` is a `JobSpec`; a Pod is its own), for every tool and test that
+//! reads or writes one. The policy keeps its own statement of the same
+//! paths; `tests/model_agreement.rs` compares the two.
 
-pub use istio_job_sidecar_policy::names::Kind;
 use serde_json::Value;
 
-/// The kind of `object` among those the policy handles, by its `kind`.
+/// The kinds whose pod template the tools and tests reach: Job and
+/// CronJob (group `batch`) and Pod (the core group).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Job,
+    CronJob,
+    Pod,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Job, Kind::CronJob, Kind::Pod];
+
+    /// The kind of a request's `kind` (group and kind; the version does
+    /// not move the template).
+    pub fn from_group_kind(group: &str, kind: &str) -> Option<Kind> {
+        match (group, kind) {
+            ("batch", "Job") => Some(Kind::Job),
+            ("batch", "CronJob") => Some(Kind::CronJob),
+            ("", "Pod") => Some(Kind::Pod),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Job => "Job",
+            Kind::CronJob => "CronJob",
+            Kind::Pod => "Pod",
+        }
+    }
+
+    /// The path from the object to its pod template (`{metadata, spec}`).
+    pub fn template_path(self) -> &'static [&'static str] {
+        match self {
+            Kind::Job => &["spec", "template"],
+            Kind::CronJob => &["spec", "jobTemplate", "spec", "template"],
+            Kind::Pod => &[],
+        }
+    }
+}
+
+/// The kind of `object` among `Kind`'s, by its `kind`.
 pub fn kind_of(object: &Value) -> Option<Kind> {
     let group = match object["kind"].as_str()? {
         "Job" | "CronJob" => "batch",
