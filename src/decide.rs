@@ -1,5 +1,5 @@
 //! The decision table, as pure functions over plain data: what the policy
-//! does with a request, before it looks at how. The README's rows ("What is
+//! does with a request, before it looks at how. The rows of docs/modes.md ("What is
 //! mutated, and what never is") are read in the order a request meets
 //! them: by kind and operation (`by_operation`), by a Pod's restart policy
 //! (`by_request`), then by the workload's mode and whether Istio injects it
@@ -48,6 +48,10 @@ pub enum Skip {
     Disabled,
     /// Istio will not inject this pod and no proxy is there.
     InjectionOff,
+    /// nativeSidecar was asked for where the Pod could not run it (custom
+    /// injection templates, kubelets without native sidecars), and no
+    /// `fallbackMode` is set.
+    NativeUnsafe,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

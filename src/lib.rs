@@ -3,9 +3,11 @@
 //! points; `policy::evaluate` is where a request is answered.
 
 pub mod decide;
+pub mod host;
 pub mod json;
 pub mod modes;
 pub mod names;
+pub mod native_gate;
 pub mod object;
 pub mod policy;
 pub mod record;

@@ -15,6 +15,9 @@ pub const ANNOTATION_APPLIED: &str = "istio-job-sidecar/applied";
 pub const ANNOTATION_QUIT_WRAPPED: &str = "istio-job-sidecar/quit-wrapped";
 pub const ANNOTATION_STATUS: &str = "sidecar.istio.io/status";
 pub const ANNOTATION_NATIVE_SIDECAR: &str = "sidecar.istio.io/nativeSidecar";
+/// The injection templates Istio renders for the Pod, comma-separated
+/// (`sidecar` when absent, unless the mesh sets `defaultTemplates`).
+pub const ANNOTATION_INJECT_TEMPLATES: &str = "inject.istio.io/templates";
 pub const ANNOTATION_PROXY_CONFIG: &str = "proxy.istio.io/config";
 /// The key exitOnJobCompletion merges into `proxy.istio.io/config`.
 pub const EXIT_ON_JOB_COMPLETION: &str = "exitOnJobCompletion";
@@ -23,8 +26,11 @@ pub const ANNOTATION_STATUS_PORT: &str = "status.sidecar.istio.io/port";
 /// Both a label (preferred by Istio) and a legacy annotation.
 pub const INJECT: &str = "sidecar.istio.io/inject";
 /// Namespaces Istio's injector never injects, whatever their labels say
-/// (`pkg/kube/inject/initializer.go`, `IgnoredNamespaces`, checked first
-/// by `injectRequired`).
+/// (`pkg/kube/inject/initializer.go`, `IgnoredNamespaces`, which
+/// `webhook.go`'s `inject` passes to `injectRequired`: checked there right
+/// after `hostNetwork`, before the Pod's own word). kube-model states the
+/// same list from Istio's source; `tests/model_agreement.rs` holds the two
+/// together.
 pub const NEVER_INJECTED_NAMESPACES: [&str; 4] = [
     "kube-system",
     "kube-public",

@@ -7,6 +7,7 @@ use crate::json::{Node, ShapeError};
 use crate::modes::change::undo_then_apply;
 use crate::modes::{one_proxy, owner_mode};
 use crate::names::{Kind, NEVER_INJECTED_NAMESPACES};
+use crate::native_gate;
 use crate::object::Object;
 use crate::request::Request;
 use crate::response;
@@ -152,7 +153,19 @@ fn decide_and_edit(
         injected: view.injection_status().is_some()
             || view.has_container(&settings.sidecar_container_name),
     };
-    let (plan, mut warnings) = decide(&facts, settings);
+    let (mut plan, mut warnings) = decide(&facts, settings);
+    // nativeSidecar where the Pod could not run it: the fallback mode, or
+    // nothing, instead.
+    if plan == Plan::Apply(Mode::NativeSidecar) {
+        if let Some(why) = native_gate::unsafe_here(object, settings)? {
+            warnings.push(native_gate::warning(&why, settings));
+            plan = match settings.fallback_mode {
+                Some(mode) => Plan::Apply(mode),
+                None => Plan::Skip(Skip::NativeUnsafe),
+            };
+        }
+    }
+    let view = object.view()?;
     let (wanted, verdict) = match plan {
         Plan::Apply(mode) => (Some(mode), Verdict::Apply(mode)),
         Plan::Skip(skip) => (None, Verdict::Skip(skip)),
@@ -199,6 +212,36 @@ mod tests {
         let out: serde_json::Value =
             serde_json::from_slice(&evaluate(&serde_json::to_vec(&payload).unwrap())).unwrap();
         out["mutated_object"]["spec"]["template"]["metadata"]["annotations"].clone()
+    }
+
+    /// exitOnJobCompletion is applied as asked, and the answer that writes
+    /// the key says that upstream Istio ignores it; a template that already
+    /// has the key is left alone without a word.
+    #[test]
+    fn exit_on_job_completion_warns_when_it_writes_the_key() {
+        let answer = |annotations: serde_json::Value| -> serde_json::Value {
+            let payload = json!({
+                "request": {
+                    "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+                    "operation": "CREATE",
+                    "object": {"spec": {"template": {
+                        "metadata": {"annotations": annotations},
+                        "spec": {"restartPolicy": "Never", "containers": [{"name": "a"}]}}}}
+                },
+                "settings": {"mode": "exitOnJobCompletion"}
+            });
+            serde_json::from_slice(&evaluate(&serde_json::to_vec(&payload).unwrap())).unwrap()
+        };
+        let written = answer(json!({}));
+        assert!(written["mutated_object"].is_object(), "{written}");
+        let warning = crate::warning::format(crate::modes::exit_on_completion::UPSTREAM_IGNORES);
+        assert_eq!(written["warnings"], json!([warning]));
+        assert!(crate::warning::fits(
+            crate::modes::exit_on_completion::UPSTREAM_IGNORES
+        ));
+        let there = answer(json!({"proxy.istio.io/config": "exitOnJobCompletion: true"}));
+        assert_eq!(there["mutated_object"], serde_json::Value::Null, "{there}");
+        assert_eq!(there["warnings"], serde_json::Value::Null, "{there}");
     }
 
     /// The settings cache is keyed by the settings' text: a new text is read anew.

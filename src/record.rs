@@ -5,7 +5,7 @@
 //! a later pass under another mode undoes the earlier edit before applying
 //! its own, and only ever removes what the policy itself added.
 //!
-//! The four forms (README, "Changing modes"):
+//! The four forms (docs/changing-modes.md, "The record"):
 //!
 //! ```text
 //! {"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}

@@ -25,11 +25,13 @@ pub const DEFAULT_SIDECAR_CONTAINER_NAME: &str = "istio-proxy";
 pub const DEFAULT_QUIT_URL: &str = "http://127.0.0.1:15020/quitquitquit";
 
 /// Every key `validate_settings` accepts, in the order the docs list them.
-pub const KEYS: [&str; 4] = [
+pub const KEYS: [&str; 6] = [
     "mode",
     "sidecarContainerName",
     "workloadOverride",
     "quitUrl",
+    "fallbackMode",
+    "nodeVersionCheck",
 ];
 
 /// How the sidecar is made to stop when the work is done.
@@ -65,12 +67,23 @@ impl Mode {
     }
 }
 
+/// The modes `fallbackMode` may name: those that work without native
+/// sidecars.
+pub const FALLBACKS: [Mode; 2] = [Mode::QuitEndpoint, Mode::ExitOnJobCompletion];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     pub mode: Mode,
     pub sidecar_container_name: String,
     pub workload_override: bool,
     pub quit_url: String,
+    /// The mode applied where nativeSidecar is asked for but the Pod could
+    /// not run it (custom injection templates; with `node_version_check`,
+    /// a kubelet without native sidecars); `None`: nothing is applied there.
+    pub fallback_mode: Option<Mode>,
+    /// Read the cluster's Nodes (a context-aware policy) and keep nativeSidecar
+    /// to where every kubelet that can run the Pod supports it.
+    pub node_version_check: bool,
 }
 
 impl Default for Settings {
@@ -80,6 +93,8 @@ impl Default for Settings {
             sidecar_container_name: DEFAULT_SIDECAR_CONTAINER_NAME.to_owned(),
             workload_override: true,
             quit_url: DEFAULT_QUIT_URL.to_owned(),
+            fallback_mode: None,
+            node_version_check: false,
         }
     }
 }
@@ -139,6 +154,31 @@ impl Settings {
                     let s = expect_str(key, v)?;
                     settings.quit_url =
                         validate_quit_url(s).map_err(|why| format!("quitUrl: {why}"))?;
+                }
+                "fallbackMode" => {
+                    let s = expect_str(key, v)?;
+                    // "": none (what Rancher's form submits when left empty).
+                    settings.fallback_mode = match Mode::parse(s) {
+                        None if s.is_empty() => None,
+                        Some(Mode::NativeSidecar) => {
+                            return Err(format!(
+                            "fallbackMode: {s:?} is the mode it stands in for; valid values are {}",
+                            FALLBACKS.map(Mode::as_str).join(", ")
+                        ))
+                        }
+                        Some(mode) => Some(mode),
+                        None => {
+                            return Err(format!(
+                                "fallbackMode: unknown value {s:?}; valid values are {}",
+                                FALLBACKS.map(Mode::as_str).join(", ")
+                            ))
+                        }
+                    };
+                }
+                "nodeVersionCheck" => {
+                    settings.node_version_check = v.as_bool().ok_or_else(|| {
+                        format!("nodeVersionCheck: expected a boolean, got {}", type_name(v))
+                    })?;
                 }
                 unknown => {
                     return Err(format!(
@@ -312,8 +352,14 @@ mod tests {
     #[case::quit_mode(json!({"mode": "quitEndpoint"}), Settings { mode: Mode::QuitEndpoint, ..Settings::default() })]
     #[case::all_keys(
         json!({"mode": "nativeSidecar", "sidecarContainerName": "envoy", "workloadOverride": false, "quitUrl": "http://localhost:15020/quitquitquit"}),
-        Settings { mode: Mode::NativeSidecar, sidecar_container_name: "envoy".into(), workload_override: false, quit_url: "http://localhost:15020/quitquitquit".into() }
+        Settings { mode: Mode::NativeSidecar, sidecar_container_name: "envoy".into(), workload_override: false, quit_url: "http://localhost:15020/quitquitquit".into(), ..Settings::default() }
     )]
+    #[case::fallback(
+        json!({"fallbackMode": "quitEndpoint", "nodeVersionCheck": true}),
+        Settings { fallback_mode: Some(Mode::QuitEndpoint), node_version_check: true, ..Settings::default() }
+    )]
+    #[case::fallback_exit(json!({"fallbackMode": "exitOnJobCompletion"}), Settings { fallback_mode: Some(Mode::ExitOnJobCompletion), ..Settings::default() })]
+    #[case::fallback_none(json!({"fallbackMode": ""}), Settings::default())]
     #[case::ipv6_loopback(json!({"quitUrl": "http://[::1]:15020/quitquitquit"}), Settings { quit_url: "http://[::1]:15020/quitquitquit".into(), ..Settings::default() })]
     #[case::loopback_range(json!({"quitUrl": "http://127.0.0.6:15020/quitquitquit?x=1"}), Settings { quit_url: "http://127.0.0.6:15020/quitquitquit?x=1".into(), ..Settings::default() })]
     #[case::no_port(json!({"quitUrl": "http://localhost/quitquitquit"}), Settings { quit_url: "http://localhost/quitquitquit".into(), ..Settings::default() })]
@@ -322,7 +368,11 @@ mod tests {
     }
 
     #[rstest]
-    #[case::unknown_key(json!({"modes": "nativeSidecar"}), "unknown setting \"modes\"; valid settings are mode, sidecarContainerName, workloadOverride, quitUrl")]
+    #[case::unknown_key(json!({"modes": "nativeSidecar"}), "unknown setting \"modes\"; valid settings are mode, sidecarContainerName, workloadOverride, quitUrl, fallbackMode, nodeVersionCheck")]
+    #[case::fallback_native(json!({"fallbackMode": "nativeSidecar"}), "fallbackMode: \"nativeSidecar\" is the mode it stands in for; valid values are quitEndpoint, exitOnJobCompletion")]
+    #[case::fallback_unknown(json!({"fallbackMode": "none"}), "fallbackMode: unknown value \"none\"")]
+    #[case::fallback_type(json!({"fallbackMode": null}), "fallbackMode: expected a string, got null")]
+    #[case::node_check_type(json!({"nodeVersionCheck": "yes"}), "nodeVersionCheck: expected a boolean, got a string")]
     #[case::unknown_mode(json!({"mode": "native"}), "mode: unknown value \"native\"; valid values are nativeSidecar, exitOnJobCompletion, quitEndpoint")]
     #[case::mode_case(json!({"mode": "NativeSidecar"}), "mode: unknown value \"NativeSidecar\"")]
     #[case::mode_type(json!({"mode": 1}), "mode: expected a string, got a number")]

@@ -9,9 +9,9 @@
 
 use crate::json::{Expansion, Node, ShapeError};
 use crate::names::{
-    Kind, ANNOTATION_APPLIED, ANNOTATION_MODE, ANNOTATION_NATIVE_SIDECAR, ANNOTATION_OWNER_MODE,
-    ANNOTATION_PROXY_CONFIG, ANNOTATION_QUIT_WRAPPED, ANNOTATION_STATUS, ANNOTATION_STATUS_PORT,
-    INJECT,
+    Kind, ANNOTATION_APPLIED, ANNOTATION_INJECT_TEMPLATES, ANNOTATION_MODE,
+    ANNOTATION_NATIVE_SIDECAR, ANNOTATION_OWNER_MODE, ANNOTATION_PROXY_CONFIG,
+    ANNOTATION_QUIT_WRAPPED, ANNOTATION_STATUS, ANNOTATION_STATUS_PORT, INJECT,
 };
 use crate::record::Record;
 use std::borrow::Cow;
@@ -32,6 +32,7 @@ pub struct Annotations<'a> {
     pub quit_wrapped: Option<Cow<'a, str>>,
     pub status: Option<Cow<'a, str>>,
     pub native_sidecar: Option<Cow<'a, str>>,
+    pub inject_templates: Option<Cow<'a, str>>,
     pub proxy_config: Option<Cow<'a, str>>,
     pub status_port: Option<Cow<'a, str>>,
     pub inject: Option<Cow<'a, str>>,
@@ -47,6 +48,7 @@ impl<'a> Annotations<'a> {
             ANNOTATION_QUIT_WRAPPED => &mut self.quit_wrapped,
             ANNOTATION_STATUS => &mut self.status,
             ANNOTATION_NATIVE_SIDECAR => &mut self.native_sidecar,
+            ANNOTATION_INJECT_TEMPLATES => &mut self.inject_templates,
             ANNOTATION_PROXY_CONFIG => &mut self.proxy_config,
             ANNOTATION_STATUS_PORT => &mut self.status_port,
             INJECT => &mut self.inject,

@@ -6,9 +6,10 @@
 //! native form asked for, `native_sidecar::keep_native`) and the record
 //! brought up to date. A record that cannot be read, or whose edit is no
 //! longer on the object as it was left, is left as it is and undoes
-//! nothing. README, "Changing modes".
+//! nothing. docs/changing-modes.md.
 
 use crate::json::{Node, ShapeError};
+use crate::modes::native_sidecar::NativeFacts;
 use crate::modes::target::{RecordEdit, Target, Undone};
 use crate::modes::{apply, native_sidecar, one_proxy, undo};
 use crate::names::{ANNOTATION_APPLIED, ANNOTATION_QUIT_WRAPPED};
@@ -62,14 +63,19 @@ pub fn undo_then_apply(
     let Some(mode) = wanted else {
         return Ok((changed, warnings));
     };
+    // Read before the mode's edit, which never touches what they are made of.
+    let facts = match mode {
+        Mode::NativeSidecar => None,
+        _ => Some(NativeFacts::of(object.view()?, name)),
+    };
     let mut target = Target {
         object: &mut *object,
         settings,
         record: current.as_ref(),
     };
     let mut outcome = apply(mode, &mut target)?;
-    if mode != Mode::NativeSidecar {
-        native_sidecar::keep_native(&mut target, &mut outcome)?;
+    if let Some(facts) = facts {
+        native_sidecar::keep_native(&mut target, &mut outcome, facts)?;
     }
     changed |= outcome.changed;
     warnings.extend(outcome.warnings);
@@ -338,9 +344,9 @@ mod tests {
         let (moved, _) = update(&original, "nativeSidecar");
         assert_ne!(moved, original);
         for mode in ["exitOnJobCompletion", "quitEndpoint"] {
-            let (direct, _) = update(&original, mode);
+            let (direct, direct_warnings) = update(&original, mode);
             let (after_move, warnings) = update(&moved, mode);
-            assert!(warnings.is_empty(), "{warnings:?}");
+            assert_eq!(warnings, direct_warnings, "{mode}");
             assert_eq!(after_move, direct, "{mode}");
             let (back, _) = update(&after_move, "nativeSidecar");
             assert_eq!(back, moved, "{mode} then nativeSidecar");
@@ -362,7 +368,8 @@ mod tests {
         ] {
             let (out, warnings) = update(&edited, "exitOnJobCompletion");
             let warning = format!("istio-job-sidecar/applied: nativeSidecar edit kept: {why}");
-            assert_eq!(warnings, vec![warning]);
+            let written = warning::format(crate::modes::exit_on_completion::UPSTREAM_IGNORES);
+            assert_eq!(warnings, vec![warning, written]);
             assert_eq!(
                 template(&out)["spec"]["initContainers"],
                 template(&edited)["spec"]["initContainers"]

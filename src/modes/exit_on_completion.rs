@@ -42,8 +42,16 @@ pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     };
     t.object
         .set_annotation(ANNOTATION_PROXY_CONFIG, Node::from_string(merged))?;
-    Ok(ModeOutcome::applied(applied))
+    let mut outcome = ModeOutcome::applied(applied);
+    outcome.warnings.push(UPSTREAM_IGNORES.to_owned());
+    Ok(outcome)
 }
+
+/// Said whenever the key is written: the edit is made as asked, and the
+/// user learns that upstream Istio drops the key, so that the sidecar of
+/// this workload still runs unless their Istio build acts on it.
+pub const UPSTREAM_IGNORES: &str =
+    "exitOnJobCompletion: upstream Istio ignores it; only Istio builds that act on it end the sidecar";
 
 /// The text `merged` has that `original` has not. Every merge inserts text
 /// in one place and changes nothing else, so `original` is `merged` without

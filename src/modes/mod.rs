@@ -11,6 +11,7 @@ pub mod native_sidecar;
 pub mod one_proxy;
 pub mod owner_mode;
 pub mod quit_endpoint;
+pub mod restarts;
 pub mod target;
 
 use crate::json::ShapeError;

@@ -41,7 +41,10 @@ pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     // A user's "false" asks Istio for a classic proxy: their word stands.
     if native_annotation(view) == Some("false") {
         return Ok(ModeOutcome {
-            warnings: twice_warning(view, &t.settings.sidecar_container_name),
+            warnings: twice_warning(
+                natively_injected(view, &t.settings.sidecar_container_name),
+                &t.settings.sidecar_container_name,
+            ),
             ..ModeOutcome::unchanged()
         });
     }
@@ -128,11 +131,11 @@ fn natively_injected(view: &Workload, name: &str) -> bool {
         })
 }
 
-/// The warning for a user's `"false"` beside a native proxy: Istio renders
-/// the proxy classic again, beside the native one, and the API server
-/// refuses the Pod.
-fn twice_warning(view: &Workload, name: &str) -> Vec<String> {
-    if !natively_injected(view, name) {
+/// The warning for a user's `"false"` beside a native proxy (`native`):
+/// Istio renders the proxy classic again, beside the native one, and the
+/// API server refuses the Pod.
+fn twice_warning(native: bool, name: &str) -> Vec<String> {
+    if !native {
         return Vec::new();
     }
     let full = format!(
@@ -145,6 +148,46 @@ fn twice_warning(view: &Workload, name: &str) -> Vec<String> {
     }]
 }
 
+/// What `keep_native` decides on, read from the view before the mode's own
+/// edit: exitOnJobCompletion and quitEndpoint edit neither
+/// `sidecar.istio.io/nativeSidecar`, nor Istio's status, nor which
+/// containers there are and their restart policies, so the whole view need
+/// not be read again after their edit on every request (that read was
+/// about a tenth of such a request: docs/performance.md).
+#[derive(Debug, Clone, Copy)]
+pub struct NativeFacts {
+    annotation: NativeAnnotation,
+    /// `natively_injected`.
+    native: bool,
+    /// A proxy is there: Istio's status, or a container of its name.
+    injected: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NativeAnnotation {
+    Absent,
+    /// The exact `"true"` every release reads as native.
+    True,
+    False,
+    /// A value the releases read differently.
+    Other,
+}
+
+impl NativeFacts {
+    pub fn of(view: &Workload, name: &str) -> NativeFacts {
+        NativeFacts {
+            annotation: match native_annotation(view) {
+                None => NativeAnnotation::Absent,
+                Some("true") => NativeAnnotation::True,
+                Some("false") => NativeAnnotation::False,
+                Some(_) => NativeAnnotation::Other,
+            },
+            native: natively_injected(view, name),
+            injected: view.injection_status().is_some() || view.has_container(name),
+        }
+    }
+}
+
 /// For the modes other than nativeSidecar: ask Istio's re-injection for
 /// the native form where it would otherwise give the Pod a second proxy
 /// (docs/facts.md, "Re-injection"): beside a proxy Istio injected natively
@@ -154,7 +197,11 @@ fn twice_warning(view: &Workload, name: &str) -> Vec<String> {
 /// classic proxy only for the exact `"true"`), made the exact `"true"`.
 /// Recorded in the mode's record; a mode that recorded nothing (it applied
 /// nothing) asks for nothing.
-pub fn keep_native(t: &mut Target, outcome: &mut ModeOutcome) -> Result<(), ShapeError> {
+pub fn keep_native(
+    t: &mut Target,
+    outcome: &mut ModeOutcome,
+    facts: NativeFacts,
+) -> Result<(), ShapeError> {
     let applied = match &outcome.record {
         RecordEdit::Set(applied) => applied.clone(),
         RecordEdit::Keep => match t.record {
@@ -164,21 +211,19 @@ pub fn keep_native(t: &mut Target, outcome: &mut ModeOutcome) -> Result<(), Shap
         RecordEdit::Remove => return Ok(()),
     };
     let name = t.settings.sidecar_container_name.as_str();
-    let view = t.object.view()?;
-    let native = natively_injected(view, name);
-    let asks = match native_annotation(view) {
-        Some("true") => false,
-        Some("false") => {
-            outcome.warnings.extend(twice_warning(view, name));
+    let asks = match facts.annotation {
+        NativeAnnotation::True => false,
+        NativeAnnotation::False => {
+            outcome.warnings.extend(twice_warning(facts.native, name));
             false
         }
-        None => native,
-        Some(_) => native || view.injection_status().is_some() || view.has_container(name),
+        NativeAnnotation::Absent => facts.native,
+        NativeAnnotation::Other => facts.native || facts.injected,
     };
     if !asks {
         // A recorded edit no longer there (the annotation changed or gone
         // since) is no longer the policy's to take back.
-        if applied.annotation().is_some() && native_annotation(view) != Some("true") {
+        if applied.annotation().is_some() && facts.annotation != NativeAnnotation::True {
             outcome.record = RecordEdit::Set(applied.with_annotation(None));
         }
         return Ok(());
@@ -295,7 +340,17 @@ fn put_istio_init_back(t: &mut Target, init_from: &[(String, usize)]) -> Result<
         .map(|c| c.name.as_deref().map(str::to_owned))
         .collect();
     let mut wanted = init_from.to_vec();
-    wanted.sort_by_key(|(_, index)| *index);
+    // By index, ties in record order. A record names each of Istio's three
+    // first init containers at most once (`record::Fields::init_from`), so
+    // an insertion sort does; the standard library's stable sort would be
+    // about 4 KB of the module for three items.
+    for i in 1..wanted.len() {
+        let mut j = i;
+        while j > 0 && wanted[j - 1].1 > wanted[j].1 {
+            wanted.swap(j - 1, j);
+            j -= 1;
+        }
+    }
     let mut order: Vec<Option<String>> = names
         .iter()
         .filter(|n| !wanted.iter().any(|(w, _)| n.as_deref() == Some(w.as_str())))

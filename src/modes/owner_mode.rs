@@ -1,8 +1,8 @@
 //! The owner's mode carried down: the mode a Job or CronJob asked for on
 //! its own metadata goes onto its pod template as
 //! `istio-job-sidecar/owner-mode`, the only metadata every Job and Pod made
-//! from it carries (docs/facts.md, "The journey of a workload"; README,
-//! "Per-workload annotation"). The policy alone writes it.
+//! from it carries (docs/facts.md, "The journey of a workload"; docs/modes.md,
+//! "The per-workload annotation"). The policy alone writes it.
 
 use crate::decide::{Plan, Skip};
 use crate::json::{Node, ShapeError};

@@ -12,9 +12,14 @@
 //! `command` or `args`. The elements the policy adds contain neither `$(`
 //! nor `$$` (tested), so expansion leaves them alone.
 //!
-//! `when` is `on-success` for `restartPolicy: OnFailure`: after a failure
-//! the kubelet restarts the program in the same pod, which still needs its
-//! proxy; `always` otherwise.
+//! `when` says after which exits of the program the proxy is asked to
+//! quit: only after one the kubelet does not restart the container after
+//! (`restarts.rs`): `on-success` for `restartPolicy: OnFailure` (after a
+//! failure the kubelet restarts the program in the same pod, which still
+//! needs its proxy), `always` for `Never`, and, for a container with its
+//! own `restartPolicy` and `restartPolicyRules`, `unless:CODES` or
+//! `only:CODES`. A container restarted after every exit, or with rules the
+//! policy cannot read, has no safe time to quit, and is not wrapped.
 //!
 //! The URL is `quitUrl` on the pod's own status port: pilot-agent serves
 //! `/quitquitquit` on `status.sidecar.istio.io/port` when the pod sets it,
@@ -24,6 +29,7 @@
 //! apart with parameter expansion alone.
 
 use crate::json::{Node, ShapeError};
+use crate::modes::restarts;
 use crate::modes::target::{ModeOutcome, RecordEdit, Target, Undone};
 use crate::record::Applied;
 use crate::settings::quit_url_parts;
@@ -60,10 +66,7 @@ pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
         .filter(|(_, c)| c.name.as_deref() != Some(sidecar))
         .map(|(i, c)| (i, c.name.as_deref().unwrap_or_default().to_owned()))
         .collect();
-    let when = match view.spec.restart_policy.as_deref() {
-        Some("OnFailure") => ON_SUCCESS,
-        _ => ALWAYS,
-    };
+    let pod_restart_policy = view.spec.restart_policy.clone();
     let status_port = view.status_port();
     let (index, name) = match apps.as_slice() {
         [] => {
@@ -83,8 +86,31 @@ pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
             return unwrap_all(t, several, why);
         }
     };
+    let own_restart_policy = t.object.view()?.containers()[index].restart_policy.clone();
+    let when = match own_restart_policy {
+        None => restarts::when(pod_restart_policy.as_deref(), None, None),
+        // The rules are read only beside a container's own restartPolicy,
+        // and only of the one container wrapped.
+        Some(own) => {
+            let rules = match t
+                .object
+                .item("containers", index)?
+                .get_mut("restartPolicyRules")?
+            {
+                Some(rules) => Some(rules.to_value()?),
+                None => None,
+            };
+            restarts::when(pod_restart_policy.as_deref(), Some(&own), rules.as_ref())
+        }
+    };
+    let when = match when {
+        Ok(when) => when,
+        Err(none) => {
+            return unwrap_all(t, &[(index, name.to_owned())], none.warning(name));
+        }
+    };
     let url = post_url(&t.settings.quit_url, status_port);
-    let prefix = [SHELL, "-c", SCRIPT, NAME, url.as_ref(), when];
+    let prefix = [SHELL, "-c", SCRIPT, NAME, url.as_ref(), when.as_ref()];
     let applied = Applied::QuitEndpoint {
         container: name.to_owned(),
         annotation: t.record.and_then(Applied::annotation).cloned(),
@@ -112,14 +138,18 @@ pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     };
     // The script goes out as JSON written once per instance, not escaped
     // again on every request.
-    let [shell, c, _, mark, url, when] = prefix;
-    let wrapped = [shell, c]
-        .map(Node::from_string)
-        .into_iter()
-        .chain([script_node()])
-        .chain([mark, url, when].map(Node::from_string))
-        .chain(original.iter().cloned().map(Node::from_string))
-        .collect();
+    // The script goes in as the JSON made once; plain pushes, not a chain
+    // of iterators (whose adapters cost the module more than this loop).
+    let mut wrapped = Vec::with_capacity(PREFIX_LEN + original.len());
+    for (i, part) in prefix.into_iter().enumerate() {
+        wrapped.push(match i {
+            2 => script_node(),
+            _ => Node::from_string(part),
+        });
+    }
+    for arg in original {
+        wrapped.push(Node::from_string(arg.as_str()));
+    }
     t.object
         .item("containers", index)?
         .set("command", Node::Array(wrapped))?;
@@ -394,7 +424,16 @@ mod tests {
     #[case::empty_command(job(json!([app(json!([]))])), "set command to use quitEndpoint")]
     #[case::only_the_sidecar(job(json!([{"name": "istio-proxy", "command": ["x"]}])), "no application container")]
     fn left_unchanged_with_a_warning(#[case] object: Value, #[case] warning: &str) {
-        let (outcome, out) = run(Kind::Job, &object);
+        let (outcome, out) = left_with(&object, warning);
+        let text = crate::warning::format(&outcome.warnings[0]);
+        assert!(!text.ends_with('…'), "{text}");
+        assert_eq!(out, object);
+    }
+
+    /// The mode run on `object`: nothing changed, one warning, which says
+    /// `warning`.
+    fn left_with(object: &Value, warning: &str) -> (ModeOutcome, Value) {
+        let (outcome, out) = run(Kind::Job, object);
         assert!(!outcome.changed);
         assert_eq!(outcome.warnings.len(), 1);
         assert!(
@@ -402,9 +441,15 @@ mod tests {
             "{:?}",
             outcome.warnings
         );
-        let text = crate::warning::format(&outcome.warnings[0]);
-        assert!(!text.ends_with('…'), "{text}");
-        assert_eq!(out, object);
+        (outcome, out)
+    }
+
+    /// `container` with the members of `own` set.
+    fn with_own(mut container: Value, own: &Value) -> Value {
+        for (k, v) in own.as_object().into_iter().flatten() {
+            container[k] = v.clone();
+        }
+        container
     }
 
     #[test]
@@ -451,6 +496,63 @@ mod tests {
             json!({"team": "a", ANNOTATION_APPLIED: RECORD_APP})
         );
         assert_eq!(run(Kind::Pod, &out), (ModeOutcome::unchanged(), out));
+    }
+
+    /// A container's own restartPolicy and restartPolicyRules decide when
+    /// to quit (`restarts.rs`): Pod `Never`, retried in place on 42; Pod
+    /// `OnFailure`, the container `Never`.
+    #[rstest]
+    #[case::retried_in_place_on_42(
+        "Never",
+        json!({"restartPolicy": "Never", "restartPolicyRules": [
+            {"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]}),
+        "unless:42"
+    )]
+    #[case::never_restarted_in_an_on_failure_pod("OnFailure", json!({"restartPolicy": "Never"}), ALWAYS)]
+    #[case::on_failure_in_a_never_pod("Never", json!({"restartPolicy": "OnFailure"}), ON_SUCCESS)]
+    fn the_containers_own_restart_rules_decide(
+        #[case] pod: &str,
+        #[case] own: Value,
+        #[case] when: &str,
+    ) {
+        let mut object = job(json!([with_own(app(json!(["run"])), &own)]));
+        object["spec"]["template"]["spec"]["restartPolicy"] = json!(pod);
+        let (outcome, out) = run(Kind::Job, &object);
+        assert_eq!(outcome, changed());
+        let c = &out["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["command"], wrapped_command(when, &["run"]));
+        assert_eq!(c["restartPolicyRules"], own["restartPolicyRules"]);
+        assert_eq!(run(Kind::Job, &out), (ModeOutcome::unchanged(), out));
+    }
+
+    /// Restarted after every exit, or by rules the policy cannot read: no
+    /// exit is a safe time to quit, so nothing is wrapped and a wrapper an
+    /// earlier pass left comes off.
+    #[rstest]
+    #[case::always(json!({"restartPolicy": "Always"}), "is restarted after every exit")]
+    #[case::unknown_action(
+        json!({"restartPolicy": "Never", "restartPolicyRules": [
+            {"action": "Pause", "exitCodes": {"operator": "In", "values": [1]}}]}),
+        "has restartPolicyRules it cannot read"
+    )]
+    fn no_safe_time_to_quit_wraps_nothing(#[case] own: Value, #[case] warning: &str) {
+        let mut container = with_own(app(json!(["run", "$(X)"])), &own);
+        let object = job(json!([container.clone()]));
+        let (outcome, out) = left_with(&object, warning);
+        assert!(
+            outcome.warnings[0].contains("container app "),
+            "{:?}",
+            outcome.warnings
+        );
+        assert_eq!(out, object);
+
+        container["command"] = wrapped_command(ALWAYS, &["run", "$(X)"]);
+        let mut wrapped = job(json!([container]));
+        wrapped["spec"]["template"]["metadata"] =
+            json!({"annotations": {ANNOTATION_APPLIED: RECORD_APP}});
+        let (outcome, out) = run(Kind::Job, &wrapped);
+        assert!(outcome.changed);
+        assert_eq!(out, object);
     }
 
     #[test]
@@ -623,7 +725,17 @@ mod tests {
     /// args: the elements the policy adds must hold neither.
     #[test]
     fn added_elements_survive_kubernetes_expansion() {
-        for s in [SHELL, "-c", SCRIPT, NAME, URL, ALWAYS, ON_SUCCESS] {
+        for s in [
+            SHELL,
+            "-c",
+            SCRIPT,
+            NAME,
+            URL,
+            ALWAYS,
+            ON_SUCCESS,
+            "unless:1,2",
+            "only:0",
+        ] {
             assert!(!s.contains("$(") && !s.contains("$$"), "{s}");
         }
         assert!(SCRIPT.is_ascii());

@@ -20,7 +20,9 @@ wait "$ijs_pid";r=$?
 ijs_rc=$r
 [ -z "$k" ]&&break
 done
-[ "$2" = on-success ]&&[ "$ijs_rc" != 0 ]&&exit "$ijs_rc"
+case $2 in on-success)[ "$ijs_rc" = 0 ]||exit "$ijs_rc";;
+unless:*)case ,${2#*:}, in *,"$ijs_rc",*)exit "$ijs_rc";esac;;
+only:*)case ,${2#*:}, in *,"$ijs_rc",*);;*)exit "$ijs_rc";esac;esac
 unset http_proxy HTTP_PROXY all_proxy ALL_PROXY
 u=${1#*//}
 a=${u%%/*}
