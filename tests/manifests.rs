@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use istio_job_sidecar_policy::settings::{Mode, Settings, KEYS};
+use istio_job_sidecar_policy::settings::{Mode, Settings, FALLBACKS, KEYS};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -153,11 +153,15 @@ fn metadata_has_the_contract_rules_and_what_kwctl_needs() {
     assert_eq!(meta["rules"], expected_rules, "metadata.yml rules");
     assert_eq!(meta["mutating"], json!(true), "metadata.yml mutating");
     assert_eq!(meta["executionMode"], json!("kubewarden-wapc"));
-    assert_eq!(meta["contextAwareResources"], json!([]));
+    // nodeVersionCheck lists the Nodes, and nothing else is read.
+    assert_eq!(
+        meta["contextAwareResources"],
+        json!([{"apiVersion": "v1", "kind": "Node"}])
+    );
     assert_eq!(
         meta["hostCapabilities"],
-        json!([]),
-        "the policy calls no host capability (kwctl >= 1.35 annotate checks the module against this list)"
+        json!(["kubernetes/list_resources_all"]),
+        "the policy lists the Nodes and calls no other host capability (kwctl >= 1.35 annotate checks the module against this list)"
     );
     assert_eq!(
         meta["backgroundAudit"],
@@ -262,6 +266,7 @@ fn examples_match_metadata_and_settings() {
     let mut modes_seen = BTreeSet::new();
     let mut namespace_selector_seen = false;
     let mut names_seen = BTreeSet::new();
+    let mut node_check_seen = false;
 
     for path in example_files() {
         let rel = rel_name(&path);
@@ -319,6 +324,16 @@ fn examples_match_metadata_and_settings() {
             let parsed = Settings::from_value(&settings)
                 .unwrap_or_else(|e| panic!("{at}: settings rejected: {e}"));
             modes_seen.insert(parsed.mode.as_str());
+            // nodeVersionCheck lists the Nodes: the policy must be granted
+            // them (kwctl and policy-server refuse a call for a resource the
+            // policy's contextAwareResources do not name).
+            if parsed.node_version_check {
+                node_check_seen = true;
+                assert_eq!(
+                    spec["contextAwareResources"], meta["contextAwareResources"],
+                    "{at}: nodeVersionCheck without the Nodes in contextAwareResources"
+                );
+            }
 
             // Engine-side filtering: long-running Pods never reach the
             // policy-server; injection opt-outs are skipped.
@@ -369,6 +384,31 @@ fn examples_match_metadata_and_settings() {
 
     let all: BTreeSet<&str> = Mode::ALL.iter().map(|m| m.as_str()).collect();
     assert_eq!(modes_seen, all, "every mode needs an example in examples/");
+    // The example of nodeVersionCheck, and the RBAC its policy-server needs.
+    assert!(
+        node_check_seen,
+        "examples/ needs a nodeVersionCheck example"
+    );
+    let rbac = yaml_docs(
+        "examples/rbac/policy-server-lists-nodes.yaml",
+        &read("examples/rbac/policy-server-lists-nodes.yaml"),
+    );
+    assert!(
+        rbac.iter().any(|doc| doc["kind"] == "ClusterRole"
+            && doc["rules"]
+                .as_array()
+                .is_some_and(|rules| rules.iter().any(|r| {
+                    // policy-server's list_resources_all: a LIST, then a
+                    // WATCH that keeps its copy (docs/server-tests.md); no
+                    // more than that.
+                    r["resources"] == json!(["nodes"]) && r["verbs"] == json!(["list", "watch"])
+                }))),
+        "examples/rbac/: a ClusterRole that lists and watches nodes, and no more"
+    );
+    assert!(
+        rbac.iter().any(|doc| doc["kind"] == "ClusterRoleBinding"),
+        "examples/rbac/: the binding to the policy-server's service account"
+    );
     assert!(
         namespace_selector_seen,
         "examples/ needs a namespaceSelector example for namespace-by-namespace roll-out"
@@ -448,12 +488,7 @@ fn artifacthub_pkg_matches_metadata() {
         json!({"name": "kubewarden"}),
         "provider {hint}"
     );
-    let install = pkg["install"].as_str().unwrap_or("");
-    assert!(
-        install.contains(&format!("kwctl pull {image}"))
-            && install.contains(&format!("registry://{image}")),
-        "install text names another module than {image} {hint}"
-    );
+    // The install text: one_install_route_monitor_then_protect.
 
     let annotations = pkg["annotations"]
         .as_object()
@@ -557,6 +592,22 @@ fn questions_ui_covers_every_setting() {
             "quitUrl" => {
                 assert_eq!(q["type"], json!("string"));
                 assert_eq!(default, json!(defaults.quit_url));
+            }
+            "fallbackMode" => {
+                assert_eq!(q["type"], json!("enum"), "fallbackMode is an enum");
+                let mut options = vec![""];
+                options.extend(FALLBACKS.iter().map(|m| m.as_str()));
+                assert_eq!(
+                    q["options"],
+                    json!(options),
+                    "fallbackMode options vs FALLBACKS"
+                );
+                assert_eq!(defaults.fallback_mode, None);
+                assert_eq!(default, json!(""), "fallbackMode default: none");
+            }
+            "nodeVersionCheck" => {
+                assert_eq!(q["type"], json!("boolean"));
+                assert_eq!(default, json!(defaults.node_version_check));
             }
             other => panic!("questions-ui.yml: no check for {other}; add one here"),
         }
@@ -677,10 +728,15 @@ fn anchors(text: &str) -> BTreeSet<String> {
     out
 }
 
-/// The targets of the inline links `[text](target)` of a Markdown text.
+/// The targets of the links of a Markdown text: inline links
+/// `[text](target)` and the definitions `[name]: target` of reference links.
 fn link_targets(text: &str) -> Vec<String> {
     let mut targets = Vec::new();
     for line in prose_lines(text) {
+        if let Some((_, target)) = reference_definition(line) {
+            targets.push(target.to_owned());
+            continue;
+        }
         let line = without_code_spans(line);
         let mut rest = line.as_str();
         while let Some(at) = rest.find("](") {
@@ -693,12 +749,121 @@ fn link_targets(text: &str) -> Vec<String> {
     targets
 }
 
-/// Every relative link of every Markdown page names a file or directory
-/// that exists and, with `#anchor`, a heading of that page: moving a
-/// section of the README, or renaming a heading, fails here until every
-/// link to it follows.
+/// `[name]: target`, a reference link's definition (CommonMark: at most
+/// three spaces before it), as (name, target).
+fn reference_definition(line: &str) -> Option<(&str, &str)> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    let rest = line.strip_prefix(&" ".repeat(indent))?.strip_prefix('[')?;
+    if indent > 3 {
+        return None;
+    }
+    let (name, after) = rest.split_once("]:")?;
+    let target = after.trim();
+    (!name.is_empty() && !target.is_empty() && !target.contains(' ')).then_some((name, target))
+}
+
+/// The names of the reference links `[text][name]` a Markdown text uses
+/// (outside code), which must be defined or they show as brackets.
+fn references_used(text: &str) -> BTreeSet<String> {
+    let mut used = BTreeSet::new();
+    for line in prose_lines(text) {
+        if reference_definition(line).is_some() {
+            continue;
+        }
+        let line = without_code_spans(line);
+        let mut rest = line.as_str();
+        while let Some(at) = rest.find("][") {
+            let after = &rest[at + 2..];
+            let Some(end) = after.find(']') else { break };
+            used.insert(after[..end].to_owned());
+            rest = &after[end..];
+        }
+    }
+    used
+}
+
+/// The project's repository, as metadata.yml names its source.
+fn repository() -> String {
+    annotation(&metadata(), "io.kubewarden.policy.source")
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// Where a link of `page` leads inside the tree: `Ok(None)` for a page
+/// elsewhere (another site, a mail address, the project's releases), the
+/// file or directory for a relative link and for an absolute link into the
+/// project's repository at the tag of this version (`<repository>/blob/v<version>/<path>`
+/// or `/tree/...`), which must exist, as must the heading an `#anchor`
+/// names. An absolute link into the repository at another tag or branch
+/// is an error: the usage text travels with one version of the module.
+fn resolve_link(page: &Path, target: &str) -> Result<Option<PathBuf>, String> {
+    if target.is_empty() {
+        return Err("an empty link".to_owned());
+    }
+    let repository = repository();
+    let (file, anchor) = if let Some(in_repo) = target.strip_prefix(&format!("{repository}/")) {
+        let (kind, rest) = in_repo.split_once('/').unwrap_or((in_repo, ""));
+        if !matches!(kind, "blob" | "tree") {
+            return Ok(None);
+        }
+        let tag = format!("v{VERSION}");
+        let Some(path) = rest.strip_prefix(&format!("{tag}/")) else {
+            return Err(format!(
+                "a link into the repository at another version than {tag} (a version bump carries the README's links)"
+            ));
+        };
+        let (path, anchor) = match path.split_once('#') {
+            Some((path, anchor)) => (path, Some(anchor)),
+            None => (path, None),
+        };
+        let file = PathBuf::from(path);
+        let is_dir = root().join(&file).is_dir();
+        if (kind == "tree") != is_dir {
+            return Err(format!(
+                "/{kind}/ names {}, which is {}",
+                file.display(),
+                if is_dir {
+                    "a directory"
+                } else {
+                    "no directory"
+                }
+            ));
+        }
+        (file, anchor)
+    } else if target.contains("://") || target.starts_with("mailto:") {
+        return Ok(None);
+    } else {
+        let (path, anchor) = match target.split_once('#') {
+            Some((path, anchor)) => (path, Some(anchor)),
+            None => (target, None),
+        };
+        let file = if path.is_empty() {
+            page.to_path_buf()
+        } else {
+            page.parent().unwrap_or(Path::new("")).join(path)
+        };
+        (file, anchor)
+    };
+    let full = root().join(&file);
+    if !full.exists() {
+        return Err(format!("no {}", file.display()));
+    }
+    if let Some(anchor) = anchor {
+        let is_markdown = full.extension().is_some_and(|e| e == "md");
+        if !(is_markdown && anchors(&fs::read_to_string(&full).unwrap()).contains(anchor)) {
+            return Err(format!("no heading #{anchor} in {}", file.display()));
+        }
+    }
+    Ok(Some(file))
+}
+
+/// Every link of every Markdown page lands: a relative one, or an absolute
+/// one into the project's repository at this version, names a file or
+/// directory that exists and, with `#anchor`, a heading of that page; every
+/// reference link is defined. Moving a section, or renaming a heading,
+/// fails here until every link to it follows.
 #[test]
-fn every_relative_link_of_the_documents_lands() {
+fn every_link_of_the_documents_lands() {
     let pages = markdown_pages();
     for must in [
         "README.md",
@@ -714,48 +879,438 @@ fn every_relative_link_of_the_documents_lands() {
     let mut broken = Vec::new();
     for page in &pages {
         let text = read(page.to_str().unwrap());
-        let dir = page.parent().unwrap_or(Path::new(""));
         for target in link_targets(&text) {
-            if target.is_empty()
-                || target.contains("://")
-                || target.starts_with("mailto:")
-                || target.starts_with('<')
-            {
-                continue;
+            if let Err(why) = resolve_link(page, &target) {
+                broken.push(format!("{}: {target}: {why}", page.display()));
             }
-            let (path, anchor) = match target.split_once('#') {
-                Some((path, anchor)) => (path, Some(anchor)),
-                None => (target.as_str(), None),
-            };
-            let file = if path.is_empty() {
-                page.clone()
-            } else {
-                dir.join(path)
-            };
-            let full = root().join(&file);
-            if !full.exists() {
-                broken.push(format!(
-                    "{}: {target}: no {}",
-                    page.display(),
-                    file.display()
-                ));
-                continue;
+        }
+        let defined: BTreeSet<String> = prose_lines(&text)
+            .into_iter()
+            .filter_map(reference_definition)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        for name in references_used(&text).difference(&defined) {
+            broken.push(format!(
+                "{}: [{name}] is used, never defined",
+                page.display()
+            ));
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+// --- The usage text: README.md as kwctl inspect and Artifact Hub show it ----
+
+/// README.md is the usage text `kwctl annotate -u` embeds: read in
+/// `kwctl inspect` on a terminal and on Artifact Hub, it says what an
+/// operator needs and leaves the rest to docs/.
+const README_MAX_LINES: usize = 250;
+/// The width kwctl inspect (1.35) renders Markdown to when its output is no
+/// terminal: a code line or a table row wider than this wraps.
+const INSPECT_COLUMNS: usize = 80;
+/// The most lines `kwctl inspect` of the annotated module may print.
+const INSPECT_MAX_LINES: usize = 400;
+/// The lines kwctl inspect prints besides the usage text for this
+/// metadata.yml (details, annotations, rules, the Usage heading and its
+/// rules): 54 with kwctl 1.35.
+const INSPECT_OWN_LINES: usize = 60;
+
+/// The tables of a Markdown text: each a list of rows, each a list of
+/// cells as rendered (code spans and emphasis marks dropped), the
+/// delimiter row left out.
+fn tables(text: &str) -> Vec<Vec<Vec<String>>> {
+    let mut tables: Vec<Vec<Vec<String>>> = Vec::new();
+    let mut in_table = false;
+    for line in prose_lines(text) {
+        let row = line.trim();
+        if !(row.starts_with('|') && row.ends_with('|') && row.len() > 1) {
+            in_table = false;
+            continue;
+        }
+        let cells: Vec<String> = row[1..row.len() - 1]
+            .split('|')
+            .map(|c| c.trim().replace(['`', '*'], ""))
+            .collect();
+        if cells
+            .iter()
+            .all(|c| !c.is_empty() && c.chars().all(|ch| matches!(ch, '-' | ':')))
+        {
+            continue;
+        }
+        if !in_table {
+            tables.push(Vec::new());
+            in_table = true;
+        }
+        tables.last_mut().unwrap().push(cells);
+    }
+    tables
+}
+
+/// A table's width as kwctl inspect draws it: the widest cell of each
+/// column, and a border between and around them.
+fn table_width(table: &[Vec<String>]) -> usize {
+    let columns = table.iter().map(Vec::len).max().unwrap_or(0);
+    let widest: usize = (0..columns)
+        .map(|i| {
+            table
+                .iter()
+                .filter_map(|row| row.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .sum();
+    widest + columns + 1
+}
+
+/// The fenced code blocks of a Markdown text, as (info string, content).
+fn code_blocks(text: &str) -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(String, String)> = None;
+    for line in text.lines() {
+        let fence = line.trim_start().strip_prefix("```");
+        match (&mut open, fence) {
+            (None, Some(info)) => open = Some((info.trim().to_owned(), String::new())),
+            (Some(_), Some(_)) => blocks.push(open.take().unwrap()),
+            (Some((_, body)), None) => {
+                body.push_str(line);
+                body.push('\n');
             }
-            if let Some(anchor) = anchor {
-                let is_markdown = full.extension().is_some_and(|e| e == "md");
-                let known =
-                    is_markdown && anchors(&fs::read_to_string(&full).unwrap()).contains(anchor);
-                if !known {
-                    broken.push(format!(
-                        "{}: {target}: no heading #{anchor} in {}",
-                        page.display(),
-                        file.display()
-                    ));
+            (None, None) => {}
+        }
+    }
+    blocks
+}
+
+/// The lines the usage text takes in `kwctl inspect`: each line at least
+/// one, a longer one as many as it wraps into.
+fn rendered_lines(text: &str) -> usize {
+    text.lines()
+        .map(|l| l.chars().count().div_ceil(INSPECT_COLUMNS).max(1))
+        .sum()
+}
+
+/// `kwctl inspect` of the module annotated with README.md, where kwctl and
+/// a built policy.wasm are at hand (`make annotated-policy.wasm` builds
+/// both): its output, or why it could not run.
+fn kwctl_inspect() -> Result<String, String> {
+    let module = root().join("policy.wasm");
+    if !module.exists() {
+        return Err("no policy.wasm (make policy.wasm)".to_owned());
+    }
+    let dir = std::env::temp_dir().join(format!("manifests-inspect-{}", std::process::id()));
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let annotated = dir.join("annotated.wasm");
+    let run = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new("kwctl")
+            .args(args)
+            .current_dir(root())
+            .output()
+            .map_err(|e| format!("kwctl: {e}"))
+    };
+    let annotate = run(&[
+        "annotate".as_ref(),
+        "-m".as_ref(),
+        "metadata.yml".as_ref(),
+        "-u".as_ref(),
+        "README.md".as_ref(),
+        "-o".as_ref(),
+        annotated.as_os_str(),
+        module.as_os_str(),
+    ]);
+    let inspect = annotate.and_then(|out| {
+        if out.status.success() {
+            run(&["inspect".as_ref(), annotated.as_os_str()])
+        } else {
+            Err(format!(
+                "kwctl annotate: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    });
+    let _ = fs::remove_dir_all(&dir);
+    let out = inspect?;
+    if !out.status.success() {
+        return Err(format!(
+            "kwctl inspect: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|e| e.to_string())
+}
+
+#[test]
+fn readme_fits_kwctl_inspect_and_artifact_hub() {
+    let readme = read("README.md");
+    let lines = readme.lines().count();
+    assert!(
+        lines <= README_MAX_LINES,
+        "README.md has {lines} lines, more than {README_MAX_LINES}: move detail to docs/"
+    );
+    for table in tables(&readme) {
+        let width = table_width(&table);
+        assert!(
+            width <= INSPECT_COLUMNS,
+            "README.md: a table {width} columns wide (more than {INSPECT_COLUMNS}) wraps in kwctl inspect: {:?}",
+            table[0]
+        );
+    }
+    for (info, body) in code_blocks(&readme) {
+        for line in body.lines() {
+            assert!(
+                line.chars().count() <= INSPECT_COLUMNS,
+                "README.md: a {info} line wider than {INSPECT_COLUMNS} columns wraps in kwctl inspect: {line}"
+            );
+        }
+    }
+    for line in readme.lines() {
+        // kwctl inspect drops the indentation of a code block in a list
+        // item: its YAML would read wrong there.
+        assert!(
+            !(line.starts_with(' ') && line.trim_start().starts_with("```")),
+            "README.md: a fenced block indented (in a list item) loses its indentation in kwctl inspect: {line:?}"
+        );
+    }
+    let estimate = rendered_lines(&readme) + INSPECT_OWN_LINES;
+    assert!(
+        estimate <= INSPECT_MAX_LINES,
+        "README.md would take about {estimate} lines of kwctl inspect, more than {INSPECT_MAX_LINES}"
+    );
+    match kwctl_inspect() {
+        Ok(out) => {
+            let printed = out.lines().count();
+            assert!(
+                printed <= INSPECT_MAX_LINES,
+                "kwctl inspect prints {printed} lines, more than {INSPECT_MAX_LINES}"
+            );
+            assert!(
+                printed <= estimate,
+                "kwctl inspect prints {printed} lines, more than the {estimate} this test estimates: raise INSPECT_OWN_LINES"
+            );
+        }
+        Err(why) => eprintln!("kwctl inspect not run ({why}): the estimate stands"),
+    }
+}
+
+/// Every link of the README is absolute, so that it works in `kwctl
+/// inspect` and on Artifact Hub, where a relative link or an `#anchor`
+/// leads nowhere; into the repository, it names this version's tag. Every
+/// page of docs/ is reachable from it.
+#[test]
+fn readme_links_are_absolute_and_reach_every_page_of_docs() {
+    let readme = read("README.md");
+    let targets = link_targets(&readme);
+    assert!(!targets.is_empty(), "README.md has no link");
+    for target in &targets {
+        assert!(
+            target.starts_with("https://") || target.starts_with("http://"),
+            "README.md: {target} is not an absolute URL: it leads nowhere in kwctl inspect and on Artifact Hub"
+        );
+    }
+    let mut seen: BTreeSet<PathBuf> = BTreeSet::from([PathBuf::from("README.md")]);
+    let mut queue = vec![PathBuf::from("README.md")];
+    while let Some(page) = queue.pop() {
+        let text = read(page.to_str().unwrap());
+        for target in link_targets(&text) {
+            if let Ok(Some(file)) = resolve_link(&page, &target) {
+                let file = PathBuf::from(
+                    file.to_str()
+                        .unwrap()
+                        .split('/')
+                        .fold(Vec::<&str>::new(), |mut parts, part| {
+                            match part {
+                                ".." => {
+                                    parts.pop();
+                                }
+                                "." | "" => {}
+                                _ => parts.push(part),
+                            }
+                            parts
+                        })
+                        .join("/"),
+                );
+                if file.extension().is_some_and(|e| e == "md") && seen.insert(file.clone()) {
+                    queue.push(file);
                 }
             }
         }
     }
-    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+    let unreached: Vec<String> = markdown_pages()
+        .into_iter()
+        .filter(|p| p.starts_with("docs") && !seen.contains(p))
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        unreached.is_empty(),
+        "pages of docs/ no link from README.md leads to: {unreached:?}"
+    );
+}
+
+// --- One install route: the manifest of examples/, monitor then protect ----
+
+/// The manifest the install texts give: the default mode, cluster-wide.
+const INSTALLED_EXAMPLE: &str = "examples/native-sidecar.yaml";
+
+/// The README's Install section, from its heading to the next `## `.
+fn readme_install_section(readme: &str) -> String {
+    let mut lines = readme.lines().skip_while(|l| *l != "## Install");
+    assert!(
+        lines.next().is_some(),
+        "README.md has no `## Install` section"
+    );
+    lines
+        .take_while(|l| !l.starts_with("## "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A console block's commands, a line ending in `\` joined with the next.
+fn commands(console: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for line in console.lines() {
+        match line.trim_end().strip_suffix('\\') {
+            Some(head) => current.push_str(head),
+            None => {
+                current.push_str(line);
+                out.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    out
+}
+
+/// RFC 7386 JSON merge patch, what `kubectl patch --type merge` applies.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Some(fields) = patch.as_object() else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let object = target.as_object_mut().unwrap();
+    for (key, value) in fields {
+        if value.is_null() {
+            object.remove(key);
+        } else {
+            merge_patch(object.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
+/// What an install text has an operator apply: its one
+/// ClusterAdmissionPolicy (a YAML block) and the merge patch of the
+/// `kubectl patch clusteradmissionpolicy` that follows it.
+fn install_steps(at: &str, text: &str) -> (Value, Value) {
+    let blocks = code_blocks(text);
+    let mut policies: Vec<Value> = blocks
+        .iter()
+        .filter(|(info, _)| info == "yaml")
+        .flat_map(|(_, body)| yaml_docs(at, body))
+        .filter(|doc| doc["kind"] == json!("ClusterAdmissionPolicy"))
+        .collect();
+    assert_eq!(
+        policies.len(),
+        1,
+        "{at}: one ClusterAdmissionPolicy to apply"
+    );
+    let policy = policies.remove(0);
+    let name = policy["metadata"]["name"].as_str().unwrap_or_default();
+    let patches: Vec<Value> = blocks
+        .iter()
+        .filter(|(info, _)| info == "console")
+        .flat_map(|(_, body)| commands(body))
+        .filter_map(|command| {
+            let words: Vec<&str> = command.split_whitespace().collect();
+            let at_patch = words.windows(3).position(|w| {
+                w[0] == "kubectl" && w[1] == "patch" && w[2] == "clusteradmissionpolicy"
+            })?;
+            assert_eq!(
+                words.get(at_patch + 3).copied(),
+                Some(name),
+                "{at}: `{command}` patches another policy than {name}"
+            );
+            assert!(
+                command.contains("--type merge"),
+                "{at}: `{command}` is not a merge patch"
+            );
+            let quoted = command.split_once("-p '")?.1.split_once('\'')?.0;
+            Some(serde_json::from_str(quoted).unwrap_or_else(|e| panic!("{at}: `{command}`: {e}")))
+        })
+        .collect();
+    assert_eq!(
+        patches.len(),
+        1,
+        "{at}: one `kubectl patch clusteradmissionpolicy {name} --type merge -p '...'`"
+    );
+    (policy, patches[0].clone())
+}
+
+/// The README and Artifact Hub's install text give one route, and a safe
+/// one: the ClusterAdmissionPolicy of examples/ (failurePolicy Ignore,
+/// matchConditions, selectors), first in monitor mode, then switched to
+/// protect, which makes it the example exactly. Not `kwctl scaffold
+/// manifest`: kwctl writes none of those fields.
+#[test]
+fn one_install_route_monitor_then_protect() {
+    let example = yaml_file(INSTALLED_EXAMPLE);
+    assert_eq!(
+        example["spec"]["mode"],
+        json!("protect"),
+        "{INSTALLED_EXAMPLE}"
+    );
+    let readme = readme_install_section(&read("README.md"));
+    let pkg = yaml_file("artifacthub-pkg.yml");
+    let hub = pkg["install"]
+        .as_str()
+        .expect("artifacthub-pkg.yml has no install text")
+        .to_owned();
+    for (at, text) in [
+        ("README.md, Install", &readme),
+        ("artifacthub-pkg.yml, install", &hub),
+    ] {
+        assert!(
+            !text.contains("kwctl scaffold manifest"),
+            "{at}: offers kwctl scaffold manifest, whose manifest has no failurePolicy, matchConditions or objectSelector"
+        );
+        let (mut policy, patch) = install_steps(at, text);
+        assert_eq!(
+            policy["spec"]["mode"],
+            json!("monitor"),
+            "{at}: the policy is applied in monitor mode first"
+        );
+        assert_eq!(
+            patch,
+            json!({"spec": {"mode": "protect"}}),
+            "{at}: then switched to protect, and nothing else"
+        );
+        merge_patch(&mut policy, &patch);
+        assert_eq!(
+            policy, example,
+            "{at}: the manifest, in protect mode, is not {INSTALLED_EXAMPLE}"
+        );
+    }
+    // Artifact Hub's text is the README's section (`make artifacthub`):
+    // the same blocks, YAML compared as parsed.
+    let parsed = |at: &str, text: &str| -> Vec<(String, Value)> {
+        code_blocks(text)
+            .into_iter()
+            .map(|(info, body)| {
+                let value = if info == "yaml" {
+                    Value::Array(yaml_docs(at, &body))
+                } else {
+                    Value::String(body)
+                };
+                (info, value)
+            })
+            .collect()
+    };
+    assert_eq!(
+        parsed("artifacthub-pkg.yml, install", &hub),
+        parsed("README.md, Install", &readme),
+        "artifacthub-pkg.yml's install text is not the README's Install section (make artifacthub)"
+    );
 }
 
 /// A code comment that points to a section of docs/facts.md

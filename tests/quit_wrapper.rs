@@ -40,12 +40,18 @@ fn wrapped_argv(
     command: &[&str],
     args: Option<&[&str]>,
     restart: &str,
+    own_restart: Option<&Value>,
     url: &str,
     annotations: Value,
 ) -> Vec<String> {
     let mut container = json!({"name": "app", "image": "app:1", "command": command});
     if let Some(args) = args {
         container["args"] = json!(args);
+    }
+    if let Some(Value::Object(own)) = own_restart {
+        for (k, v) in own {
+            container[k] = v.clone();
+        }
     }
     let job = json!({
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
@@ -373,6 +379,8 @@ struct Run<'r> {
     client: Client,
     agent: Agent,
     restart: &'r str,
+    /// The app container's own `restartPolicy` and `restartPolicyRules`.
+    own_restart: Option<Value>,
     /// The program's original command and args; `{dir}` is replaced by its
     /// work directory.
     command: &'r [&'r str],
@@ -393,6 +401,7 @@ impl Default for Run<'_> {
             client: Client::Curl,
             agent: Agent::Answers,
             restart: "Never",
+            own_restart: None,
             command: &[],
             args: None,
             stdin: None,
@@ -475,7 +484,14 @@ impl Run<'_> {
         } else {
             (listener.url(), json!({}))
         };
-        let argv = wrapped_argv(&command, args.as_deref(), self.restart, &url, annotations);
+        let argv = wrapped_argv(
+            &command,
+            args.as_deref(),
+            self.restart,
+            self.own_restart.as_ref(),
+            &url,
+            annotations,
+        );
 
         let mut cmd = match self.shell {
             Shell::Dash => Command::new(dash()),
@@ -938,6 +954,62 @@ fn on_failure_pods_quit_only_after_success() {
     }
 }
 
+/// A container's own restartPolicy and restartPolicyRules decide, as the
+/// kubelet's `ContainerShouldRestart` does: the proxy is asked to quit
+/// only after an exit the container is not started again after.
+#[test]
+fn container_restart_rules_decide_when_to_quit() {
+    let retry_42 = json!({"restartPolicy": "Never", "restartPolicyRules": [
+        {"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}
+    ]});
+    let retry_all_but_0_and_3 = json!({"restartPolicy": "Never", "restartPolicyRules": [
+        {"action": "Restart", "exitCodes": {"operator": "NotIn", "values": [0, 3]}}
+    ]});
+    let never = json!({"restartPolicy": "Never"});
+    let cases = [
+        (
+            "Never",
+            &retry_42,
+            [(0, true), (1, true), (42, false), (142, true)],
+        ),
+        (
+            "Never",
+            &retry_all_but_0_and_3,
+            [(0, true), (3, true), (4, false), (30, false)],
+        ),
+        (
+            "OnFailure",
+            &never,
+            [(0, true), (1, true), (42, true), (137, true)],
+        ),
+    ];
+    for shell in shells() {
+        for (restart, own, codes) in &cases {
+            for (code, quits) in codes {
+                let code_text = code.to_string();
+                let Some(out) = (Run {
+                    shell,
+                    restart,
+                    own_restart: Some((*own).clone()),
+                    command: &["sh", "-c", EXITS_WITH, "{dir}", &code_text],
+                    ..Run::default()
+                })
+                .exits(*code) else {
+                    skip(&format!("{shell:?}: not installed, the case is skipped"));
+                    continue;
+                };
+                assert_eq!(
+                    out.hits.len(),
+                    usize::from(*quits),
+                    "{shell:?} {own} {code}"
+                );
+                out.assert_hits_after();
+                out.clean();
+            }
+        }
+    }
+}
+
 #[test]
 fn a_missing_program_exits_127_and_still_quits() {
     for shell in shells() {
@@ -1037,7 +1109,14 @@ fn the_script_passes_shellcheck() {
         skip("shellcheck not installed, the lint is skipped (apt-get install shellcheck)");
         return;
     };
-    let argv = wrapped_argv(&["true"], None, "Never", "http://127.0.0.1:1/q", json!({}));
+    let argv = wrapped_argv(
+        &["true"],
+        None,
+        "Never",
+        None,
+        "http://127.0.0.1:1/q",
+        json!({}),
+    );
     let mut child = Command::new(shellcheck)
         .args(["--shell=sh", "--severity=warning", "-"])
         .stdin(Stdio::piped())

@@ -18,8 +18,10 @@
 //! from its first pass by the policy itself, natively, in the same run
 //! (`Cases::input`). Variants: plain, yaml, json (no proxy config, a YAML
 //! block one, a JSON one), injected (istioctl kube-inject's CronJob),
-//! ordered (the same with an init container of its own), asked (a user's
-//! nativeSidecar "yes"), flip (the mode set by the template's annotation);
+//! ordered (the same with an init container of its own), held (the same
+//! as Istio renders it for a pod that holds its application until the
+//! proxy starts: the proxy first), ported (the same with a status port of
+//! its own), asked (a user's nativeSidecar "yes"), flip (the mode set by the template's annotation);
 //! every app container runs a command full of quoting. The unreadable-
 //! record, edited-command and legacy-mark cases start from the result of
 //! `mode-change-plain-quitEndpoint`, the re-applies from that of
@@ -938,12 +940,13 @@ impl Cases {
         proxy_config_and_odd_shapes(&mut cases);
         quit_endpoint(&mut cases);
         releases_and_reinjection(&mut cases);
+        native_where_it_cannot_run(&mut cases);
         mode_changes(&mut cases);
         cases
     }
 }
 
-/// The decision table (README, "What is mutated, and what never is"), row
+/// The decision table (docs/modes.md, "What is mutated, and what never is"), row
 /// by row.
 fn decision_table(cases: &mut Cases) {
     cases.given("job-create-native", create(job()), none());
@@ -1188,6 +1191,38 @@ fn quit_endpoint(cases: &mut Cases) {
     cases.given("quit-pod-never", create(pod(Some("Never"))), quit());
     cases.given("quit-pod-onfailure", create(pod(Some("OnFailure"))), quit());
     cases.given("quit-no-command-warns", create(cronjob()), quit());
+    // Container restart rules (Kubernetes 1.34 alpha, 1.35 beta): the
+    // container's own restartPolicy and restartPolicyRules decide when its
+    // proxy may quit, as the kubelet's ContainerShouldRestart reads them.
+    let retried = |pod_policy: &str, own: &str| {
+        let mut p = pod(Some(pod_policy));
+        let report = &mut p["spec"]["containers"][0];
+        for (key, value) in match Json::parse(own) {
+            Json::Obj(members) => members,
+            _ => unreachable!("an object"),
+        } {
+            report[key.as_str()] = value;
+        }
+        create(p)
+    };
+    cases.given(
+        "quit-container-restart-rule-retries-42",
+        retried(
+            "Never",
+            r#"{"restartPolicy": "Never", "restartPolicyRules": [{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]}"#,
+        ),
+        quit(),
+    );
+    cases.given(
+        "quit-container-never-in-onfailure-pod",
+        retried("OnFailure", r#"{"restartPolicy": "Never"}"#),
+        quit(),
+    );
+    cases.given(
+        "quit-container-always-restarted-warns",
+        retried("Never", r#"{"restartPolicy": "Always"}"#),
+        quit(),
+    );
     let mut several = job();
     template(&mut several)["spec"]["containers"]
         .items()
@@ -1392,6 +1427,92 @@ fn injected_pod(twice: bool) -> Json {
     p
 }
 
+/// nativeSidecar where the Pod could not run it: no `"true"`, no move, a
+/// warning, and `fallbackMode` where the settings name one
+/// (docs/facts.md, "Custom injection templates"; and
+/// docs/facts.md, "Kubelets and native sidecars").
+fn native_where_it_cannot_run(cases: &mut Cases) {
+    let fallback = |mode: &str| {
+        obj([
+            ("mode", "nativeSidecar".into()),
+            ("fallbackMode", mode.into()),
+        ])
+    };
+    const TEMPLATES: &str = "inject.istio.io/templates";
+    // Istio's spire-template fixture asks for two templates.
+    cases.given(
+        "native-custom-templates-warns",
+        create(annotate(job(), TEMPLATES, "sidecar,spire")),
+        none(),
+    );
+    cases.given(
+        "native-custom-templates-fallback-quit",
+        create(annotate(job(), TEMPLATES, "sidecar, spire")),
+        fallback("quitEndpoint"),
+    );
+    // grpc-agent renders its agent in containers whatever the Pod asks.
+    cases.given(
+        "native-grpc-agent-fallback-quit",
+        create(annotate(pod(Some("Never")), TEMPLATES, "grpc-agent")),
+        fallback("quitEndpoint"),
+    );
+    // The same template named again is still sidecar alone.
+    cases.given(
+        "native-sidecar-template-repeated",
+        create(annotate(job(), TEMPLATES, "sidecar,sidecar")),
+        none(),
+    );
+    // A kube-injected classic proxy with a second template: not moved.
+    cases.given(
+        "native-custom-templates-kube-injected-not-moved",
+        create(annotate(fixture(CLASSIC_JOB), TEMPLATES, "sidecar,spire")),
+        fallback("exitOnJobCompletion"),
+    );
+    // Istio's sidecar-spire.yaml.injected shape on a Pod seen after the
+    // injector: the spire template's partial proxy in containers beside
+    // the native one, both in the status; merged into the native one.
+    let mut spire = fixture(NATIVE_JOB);
+    let status = r#"{"initContainers":["istio-init","istio-proxy"],"containers":["istio-proxy"],"volumes":["workload-socket","credential-socket","workload-certs","istio-envoy","istio-data","istio-podinfo","istio-token","istiod-ca-cert","istio-ca-crl"],"imagePullSecrets":null,"revision":"default"}"#;
+    let t = template(&mut spire).clone();
+    let mut metadata = t["metadata"].clone();
+    metadata["generateName"] = "pi-".into();
+    metadata["namespace"] = "default".into();
+    metadata["annotations"][TEMPLATES] = "sidecar,spire".into();
+    metadata["annotations"]["sidecar.istio.io/status"] = status.into();
+    let mut spire_pod = obj([
+        ("apiVersion", "v1".into()),
+        ("kind", "Pod".into()),
+        ("metadata", metadata),
+        ("spec", t["spec"].clone()),
+    ]);
+    spire_pod["spec"]["containers"].items().push(Json::parse(
+        r#"{"name": "istio-proxy", "resources": {}, "volumeMounts": [
+            {"mountPath": "/var/run/secrets/workload-spiffe-uds", "name": "workload-socket", "readOnly": true}]}"#,
+    ));
+    cases.given(
+        "pod-spire-partial-proxy-merged",
+        create(spire_pod.clone()),
+        fallback("quitEndpoint"),
+    );
+    cases.given(
+        "pod-spire-partial-proxy-merged-no-fallback",
+        create(spire_pod),
+        none(),
+    );
+    // nodeVersionCheck where the host lists no Nodes (kwctl without
+    // --allow-context-aware, a policy-server not granted them): the
+    // fallback, and a warning.
+    cases.given(
+        "native-node-check-no-cluster-context",
+        create(job()),
+        obj([
+            ("mode", "nativeSidecar".into()),
+            ("nodeVersionCheck", Json::Bool(true)),
+            ("fallbackMode", "quitEndpoint".into()),
+        ]),
+    );
+}
+
 /// What Istio's releases read differently, its re-injection, and the order
 /// of the native form (docs/facts.md, "The journey of a workload").
 fn releases_and_reinjection(cases: &mut Cases) {
@@ -1564,6 +1685,34 @@ fn injected_cronjob_with_init() -> Json {
     c
 }
 
+/// The kube-injected CronJob as Istio renders it for a pod that holds its
+/// application until the proxy starts (`holdApplicationUntilProxyStarts`
+/// in `proxy.istio.io/config`): the proxy the first container
+/// (`webhook.go`, `reorderPod`: `MoveFirst`), waiting in `postStart`
+/// (`injection-template.yaml`, `$holdProxy`).
+fn held_cronjob() -> Json {
+    let mut c = annotate(
+        injected_cronjob(),
+        "proxy.istio.io/config",
+        "holdApplicationUntilProxyStarts: true\n",
+    );
+    let containers = template(&mut c)["spec"]["containers"].items();
+    let at = containers
+        .iter()
+        .position(|c| c["name"].as_str() == Some("istio-proxy"))
+        .expect("the kube-injected CronJob has its proxy");
+    let mut proxy = containers.remove(at);
+    proxy["lifecycle"] =
+        Json::parse(r#"{"postStart": {"exec": {"command": ["pilot-agent", "wait"]}}}"#);
+    containers.insert(0, proxy);
+    c
+}
+
+/// The kube-injected CronJob whose pod sets its own status port.
+fn ported_cronjob() -> Json {
+    annotate(injected_cronjob(), STATUS_PORT, "15120")
+}
+
 /// How a variant's mode is picked.
 #[derive(Clone, Copy)]
 enum Pick {
@@ -1637,6 +1786,15 @@ fn variants() -> Vec<Variant> {
         (
             "ordered",
             injected_cronjob_with_init(),
+            Pick::BySettings,
+            all_pairs.clone(),
+        ),
+        // hold: the proxy first, moved and put back first
+        ("held", held_cronjob(), Pick::BySettings, all_pairs.clone()),
+        // the pod's own status port: the drain hook's and the wrapper's
+        (
+            "ported",
+            ported_cronjob(),
             Pick::BySettings,
             all_pairs.clone(),
         ),

@@ -159,6 +159,11 @@ pub enum Expect {
     /// "false"` stands). Where the cluster refuses that Pod, the policy's
     /// may be refused alike, or be valid.
     AsWithoutPolicy,
+    /// As `Ends`, but where the cluster refuses the Pod without the policy
+    /// too (Istio's own rendering that the API server refuses, such as a
+    /// custom template's partial proxy beside the native one, when Istio
+    /// injects after the policy), the policy's may be refused alike.
+    EndsOrRefusedAlike(&'static str),
     /// The Pod is valid, and no more is promised: a documented limit (the
     /// key exitOnJobCompletion adds reaches a proxy only through Istio's
     /// injection, and a kube-injected Pod Istio does not inject again keeps
@@ -333,14 +338,19 @@ pub fn judge(case: &Journey, trip: &Trip, policy: &mut dyn Policy) -> Result<(),
     for (i, expect) in expects.enumerate() {
         let run = |e: String| format!("run {}: {e}", i + 1);
         let pod = &trip.pods[i];
-        if pod.is_null() && expect == Expect::AsWithoutPolicy && without.pods[i].is_null() {
+        let alike = matches!(
+            expect,
+            Expect::AsWithoutPolicy | Expect::EndsOrRefusedAlike(_)
+        );
+        if pod.is_null() && alike && without.pods[i].is_null() {
             continue;
         }
         if pod.is_null() {
             return Err(run("no Pod was made".into()));
         }
         check_pod(pod).map_err(run)?;
-        if let Expect::Ends(mode) = expect {
+        if let Expect::Ends(mode) | Expect::EndsOrRefusedAlike(mode) = expect {
+            check_runs(pod).map_err(run)?;
             check_ends(pod, mode).map_err(run)?;
         }
         // Where the cluster refuses the Pod without the policy (a user's own
@@ -462,16 +472,36 @@ fn pod_admission(
     what: &str,
     pod: &Value,
 ) -> Result<Hop, String> {
+    // Istio's webhook fails closed: its refusal is the API server's, and
+    // no webhook after it is called.
     let mut hop = match case.webhooks {
         Webhooks::PolicyFirst => {
             let mut hop = admit(case, policy, settings, what, pod, None)?;
-            hop.stored = decode(&istio_hop(case, &hop.stored)?);
+            match istio_hop(case, &hop.stored) {
+                Ok(injected) => hop.stored = decode(&injected),
+                Err(why) => {
+                    hop.rejected = Some(why);
+                    return Ok(hop);
+                }
+            }
             hop
         }
-        Webhooks::InjectorFirst => {
-            let injected = decode(&istio_hop(case, pod)?);
-            admit(case, policy, settings, what, &injected, None)?
-        }
+        Webhooks::InjectorFirst => match istio_hop(case, pod) {
+            Ok(injected) => admit(case, policy, settings, what, &decode(&injected), None)?,
+            Err(why) => {
+                return Ok(Hop {
+                    what: what.to_owned(),
+                    operation: "CREATE".to_owned(),
+                    settings: settings.clone(),
+                    sent: false,
+                    patch: None,
+                    warnings: Vec::new(),
+                    admitted: pod.clone(),
+                    stored: pod.clone(),
+                    rejected: Some(why),
+                })
+            }
+        },
     };
     hop.rejected = validate(&hop.stored).err();
     Ok(hop)
@@ -669,6 +699,77 @@ fn list<'v>(pod: &'v Value, key: &str) -> &'v [Value] {
 /// The Pod is one the API server accepts (`kube::validate`).
 pub fn check_pod(pod: &Value) -> Result<(), String> {
     validate(pod).map_err(|why| format!("the Pod is rejected: {why}"))
+}
+
+/// The Pod runs as its proxy's agent expects, checked against the model of
+/// Istio and pilot-agent: what asks pilot-agent anything (the quitEndpoint
+/// wrapper's POST, the native proxy's `preStop` drain) asks it on the port
+/// it listens on (`istio::agent_status_port`: the Pod's
+/// `status.sidecar.istio.io/port`, else 15020; none for `"0"`), and a
+/// classic proxy that holds the application until it starts (its
+/// `postStart` is `pilot-agent wait`) is the first container, as Istio's
+/// `reorderPod` puts it, or the application starts first and the hold does
+/// nothing.
+pub fn check_runs(pod: &Value) -> Result<(), String> {
+    let agent = istio::agent_status_port(pod);
+    for c in list(pod, "containers") {
+        if c["command"][0] == "/bin/sh" && c["command"][3] == QUIT_NAME {
+            let url = c["command"][4].as_str().unwrap_or_default();
+            let port = url_port(url);
+            match agent {
+                None => {
+                    return Err(format!(
+                        "{} POSTs {url}, but pilot-agent runs no status server in this Pod",
+                        c["name"]
+                    ))
+                }
+                Some(agent) if port != Some(agent) => {
+                    return Err(format!(
+                        "{} POSTs {url}, but pilot-agent listens on {agent}",
+                        c["name"]
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    let proxies = ["initContainers", "containers"]
+        .iter()
+        .flat_map(|l| list(pod, l))
+        .filter(|c| c["name"] == istio::PROXY);
+    for proxy in proxies {
+        let drain = &proxy["lifecycle"]["preStop"]["exec"]["command"];
+        let asks = drain[0] == "pilot-agent" && drain[1] == "request";
+        let debug_port = drain[2]
+            .as_str()
+            .and_then(|a| a.strip_prefix("--debug-port="))
+            .and_then(|p| p.parse::<u16>().ok());
+        if let (true, Some(agent)) = (asks, agent) {
+            if debug_port != Some(agent) {
+                return Err(format!(
+                    "istio-proxy's preStop drains through {}, but pilot-agent listens on {agent}",
+                    drain[2]
+                ));
+            }
+        }
+    }
+    let containers = list(pod, "containers");
+    if let Some(i) = containers.iter().position(|c| c["name"] == istio::PROXY) {
+        let wait = json!(["pilot-agent", "wait"]);
+        if containers[i]["lifecycle"]["postStart"]["exec"]["command"] == wait && i != 0 {
+            return Err(format!(
+                "istio-proxy holds the application until it starts, but is container {i}: the application starts first"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The port of an `http://host:port/path` URL.
+fn url_port(url: &str) -> Option<u16> {
+    let rest = url.split_once("//")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    authority.rsplit_once(':')?.1.parse().ok()
 }
 
 /// The Pod ends when its app ends, by `mode`.

@@ -8,7 +8,7 @@
 //! and Istio's own `istioctl kube-inject` output (`test_data/journeys/workloads/`,
 //! `test_data/fixtures/`).
 
-use crate::istio::{Mesh, Namespace, Release};
+use crate::istio::{self, Mesh, Namespace, Release};
 use crate::journey::{created_by_kubectl_apply, Edit, Expect, Journey, Step, Webhooks, NAMESPACE};
 use crate::names::{self, MODE};
 use serde_json::{json, Value};
@@ -96,6 +96,50 @@ fn labelled(object: Value, on: &str, key: &str, value: &str) -> Value {
     with_meta(object, on, "labels", key, value)
 }
 
+/// `holdApplicationUntilProxyStarts: true` in the pod template's
+/// `proxy.istio.io/config`.
+fn held(object: Value) -> Value {
+    annotated(
+        object,
+        "template",
+        istio::PROXY_CONFIG,
+        "holdApplicationUntilProxyStarts: true\n",
+    )
+}
+
+/// The pod template's own status port.
+fn status_port(object: Value, port: &str) -> Value {
+    annotated(object, "template", istio::STATUS_PORT, port)
+}
+
+/// A pod template on the host's network.
+fn host_network(mut object: Value) -> Value {
+    kube_model::workload::pod_template_mut(&mut object)["spec"]["hostNetwork"] = json!(true);
+    object
+}
+
+/// `object` as `istioctl kube-inject` leaves it in `mesh`: its pod
+/// template injected by the model of Istio's injector, as a Pod would be.
+fn kube_injected(mut object: Value, mesh: Mesh) -> Value {
+    let template = kube_model::workload::pod_template_mut(&mut object);
+    let pod = json!({"kind": "Pod", "metadata": template["metadata"], "spec": template["spec"]});
+    let injected = istio::inject(&pod, Namespace::Enabled, mesh)
+        .expect("Istio injects the journeys' templates");
+    template["metadata"] = injected["metadata"].clone();
+    template["spec"] = injected["spec"].clone();
+    object
+}
+
+/// The pod template's `inject.istio.io/templates`.
+fn templated(object: Value, templates: &str) -> Value {
+    annotated(object, "template", istio::TEMPLATES, templates)
+}
+
+/// nativeSidecar, with `fallback` where the Pod could not run it.
+fn native_else(fallback: &str) -> Value {
+    json!({ "mode": NATIVE, "fallbackMode": fallback })
+}
+
 fn mode(name: &str) -> Value {
     json!({ "mode": name })
 }
@@ -103,11 +147,7 @@ fn mode(name: &str) -> Value {
 const NATIVE: &str = "nativeSidecar";
 const QUIT: &str = "quitEndpoint";
 const EXIT: &str = "exitOnJobCompletion";
-const OFF: Mesh = Mesh {
-    native_flag: false,
-    cni: false,
-    release: Release::V1_27,
-};
+const OFF: Mesh = Mesh::default_of(Release::V1_27);
 const ON: Mesh = Mesh {
     native_flag: true,
     ..OFF
@@ -290,6 +330,18 @@ pub fn all() -> Vec<Journey> {
         ],
     );
     labelled_pods.namespace = Namespace::Unlabelled;
+    // Istio's revision webhooks inject a Pod labelled istio.io/rev there;
+    // quit-endpoint-labelled-pods.yaml selects it.
+    let mut revision = case(
+        "revision-label-unlabelled-namespace",
+        "a Job whose template picks an Istio revision (istio.io/rev) in a namespace without labels",
+        mode(QUIT),
+        vec![
+            Step::Create(labelled(job(), "template", "istio.io/rev", "canary")),
+            run(Ends(QUIT)),
+        ],
+    );
+    revision.namespace = Namespace::Unlabelled;
     let mut not_selected = case(
         "quit-namespace-not-selected",
         "quitEndpoint's namespaceSelector leaves out a namespace Istio never injects",
@@ -306,6 +358,23 @@ pub fn all() -> Vec<Journey> {
         vec![Step::Create(job()), run(UNTOUCHED)],
     );
     system.namespace_name = "kube-system";
+    // Every namespace of Istio's list, and none other: a Job in one the
+    // policy wrongly skipped would hang, one it wrongly edited would be
+    // wrapped for a proxy that never comes.
+    let mut istio_system = case(
+        "istio-system-job-quit",
+        "a Job in istio-system, which Istio's injector does not skip: wrapped",
+        mode(QUIT),
+        vec![Step::Create(job()), run(Ends(QUIT))],
+    );
+    istio_system.namespace_name = "istio-system";
+    let mut local_path = case(
+        "local-path-storage-job-quit",
+        "a Job in local-path-storage, which Istio's injector never injects: never wrapped",
+        mode(QUIT),
+        vec![Step::Create(job()), run(UNTOUCHED)],
+    );
+    local_path.namespace_name = "local-path-storage";
     let mut system_injected = case(
         "kube-system-kube-injected-job",
         "a kube-injected Job in kube-system carries its proxy anyway: moved to native",
@@ -326,15 +395,199 @@ pub fn all() -> Vec<Journey> {
             run(UNTOUCHED),
         ],
     );
+    // holdApplicationUntilProxyStarts: Istio puts a classic proxy first
+    // and has it wait; a proxy moved to native and back returns there.
+    let quit_and_back = |create: Value| {
+        vec![
+            Step::Create(create),
+            run(Ends(NATIVE)),
+            Step::Settings(mode(QUIT)),
+            Step::Update(Edit::Annotate("team", Some("reports"))),
+            run(Ends(QUIT)),
+            Step::Settings(mode(NATIVE)),
+            Step::Update(Edit::Annotate("team", Some("billing"))),
+            run(Ends(NATIVE)),
+        ]
+    };
+    let held_cronjob = case(
+        "cronjob-hold-native-quit-native",
+        "a CronJob whose pod template holds the application until the proxy starts: nativeSidecar, quitEndpoint, then nativeSidecar again",
+        mode(NATIVE),
+        quit_and_back(held(cronjob())),
+    );
+    let held_injected = case(
+        "kube-injected-cronjob-hold-native-quit-native",
+        "a CronJob kube-injected with hold (the proxy first, waiting): moved to native, put back first for quitEndpoint, moved again",
+        mode(NATIVE),
+        quit_and_back(kube_injected(held(cronjob()), OFF)),
+    );
+    let mut held_no_injector = case(
+        "kube-injected-cronjob-hold-no-injector",
+        "the same where Istio's injector is not called: each Pod runs the policy's order of containers as it is",
+        mode(NATIVE),
+        quit_and_back(kube_injected(held(cronjob()), OFF)),
+    );
+    held_no_injector.namespace = Namespace::Unlabelled;
+    let mesh_hold = Mesh {
+        hold_application: true,
+        ..OFF
+    };
+    let mut held_by_mesh = case(
+        "kube-injected-cronjob-mesh-hold-native-quit-native",
+        "a mesh that holds every application until its proxy starts: a kube-injected CronJob through nativeSidecar, quitEndpoint and back",
+        mode(NATIVE),
+        quit_and_back(kube_injected(cronjob(), mesh_hold)),
+    );
+    held_by_mesh.mesh = mesh_hold;
+    // The Pod's own status port: where pilot-agent listens, so where the
+    // wrapper POSTs and the native proxy drains.
+    let ported = case(
+        "cronjob-status-port-quit-native-quit",
+        "a CronJob whose pod template sets status.sidecar.istio.io/port: quitEndpoint, nativeSidecar, then quitEndpoint again",
+        mode(QUIT),
+        vec![
+            Step::Create(status_port(cronjob(), "15120")),
+            run(Ends(QUIT)),
+            Step::Settings(mode(NATIVE)),
+            Step::Update(Edit::Annotate("team", Some("reports"))),
+            run(Ends(NATIVE)),
+            Step::Settings(mode(QUIT)),
+            Step::Update(Edit::Annotate("team", Some("billing"))),
+            run(Ends(QUIT)),
+        ],
+    );
+    let ported_injected = case(
+        "kube-injected-cronjob-status-port-native-quit-native",
+        "a CronJob kube-injected with its own status port: the moved proxy drains through it, the wrapper POSTs to it",
+        mode(NATIVE),
+        quit_and_back(kube_injected(status_port(cronjob(), "15120"), OFF)),
+    );
+    let mut ported_no_injector = case(
+        "kube-injected-cronjob-status-port-no-injector",
+        "the same where Istio's injector is not called",
+        mode(NATIVE),
+        quit_and_back(kube_injected(status_port(cronjob(), "15120"), OFF)),
+    );
+    ported_no_injector.namespace = Namespace::Unlabelled;
+    let ported_held = case(
+        "kube-injected-cronjob-hold-status-port-quit",
+        "hold and a status port of its own together, under quitEndpoint then nativeSidecar",
+        mode(QUIT),
+        vec![
+            Step::Create(kube_injected(status_port(held(cronjob()), "15121"), OFF)),
+            run(Ends(QUIT)),
+            Step::Settings(mode(NATIVE)),
+            Step::Update(Edit::Annotate("team", Some("reports"))),
+            run(Ends(NATIVE)),
+        ],
+    );
+    // hostNetwork: Istio checks it before anything else, the namespace
+    // included.
+    let host_cronjob = case(
+        "host-network-cronjob-quit-native",
+        "a hostNetwork CronJob: never injected, so neither wrapped nor moved, whatever the mode",
+        mode(QUIT),
+        vec![
+            Step::Create(host_network(cronjob())),
+            run(UNTOUCHED),
+            Step::Settings(mode(NATIVE)),
+            Step::Update(Edit::Annotate("team", Some("reports"))),
+            run(UNTOUCHED),
+        ],
+    );
+    let mut host_system = case(
+        "host-network-kube-system-job",
+        "a hostNetwork Job in kube-system, labelled for injection: never injected",
+        mode(QUIT),
+        vec![
+            Step::Create(labelled(
+                host_network(job()),
+                "template",
+                names::INJECT,
+                "true",
+            )),
+            run(UNTOUCHED),
+        ],
+    );
+    host_system.namespace_name = "kube-system";
+    cases.extend(custom_templates());
     cases.extend([
+        held_cronjob,
+        held_injected,
+        held_no_injector,
+        held_by_mesh,
+        ported,
+        ported_injected,
+        ported_no_injector,
+        ported_held,
+        host_cronjob,
+        host_system,
+    ]);
+    cases.extend([
+        istio_system,
+        local_path,
         flag_on,
         cni,
         no_injector,
         labelled_pods,
+        revision,
         not_selected,
         system,
         system_injected,
         pod_always,
     ]);
     cases
+}
+
+/// Istio's custom injection templates (kube-model's `istio`: `sidecar`, a
+/// `custom` template patching `istio-proxy`, `grpc-agent`). Wherever
+/// `inject.istio.io/templates` names another template than `sidecar`,
+/// nativeSidecar neither asks for the native form nor moves, and
+/// `fallbackMode` applies; Istio's native rendering of `sidecar,custom`
+/// (the mesh flag on, or the Pod's own `"true"`) is a Pod the API server
+/// refuses, which the policy resolves where it sees it (Istio first) and
+/// which is refused alike where Istio injects after it.
+fn custom_templates() -> Vec<Journey> {
+    use Expect::EndsOrRefusedAlike as ENDS_OR_REFUSED;
+    let custom = || templated(cronjob(), "sidecar,custom");
+    let mut cases = vec![
+        case("cronjob-custom-template-native", "a CronJob whose pods add a custom template to sidecar, under nativeSidecar without fallbackMode: nothing applied, the proxy where Istio renders it", mode(NATIVE),
+            vec![Step::Create(custom()), run(UNTOUCHED), run(UNTOUCHED)]),
+        case("cronjob-custom-template-fallback-quit-exit-quit", "the same with fallbackMode quitEndpoint, then the cluster moves to exitOnJobCompletion and back", native_else(QUIT),
+            vec![Step::Create(custom()), run(ENDS_OR_REFUSED(QUIT)),
+                 Step::Settings(mode(EXIT)), Step::Update(Edit::Annotate("team", Some("reports"))), run(ENDS_OR_REFUSED(EXIT)),
+                 Step::Settings(native_else(QUIT)), Step::Update(Edit::Annotate("team", Some("billing"))), run(ENDS_OR_REFUSED(QUIT))]),
+        case("job-custom-template-fallback-exit", "a Job with sidecar,custom under nativeSidecar, fallbackMode exitOnJobCompletion", native_else(EXIT),
+            vec![Step::Create(templated(job(), "sidecar,custom")), run(ENDS_OR_REFUSED(EXIT))]),
+        case("cronjob-custom-template-annotated-native-after-quit", "a CronJob with sidecar,custom admitted under quitEndpoint, then annotated nativeSidecar with the cluster's fallbackMode quitEndpoint: it stays wrapped", json!({"mode": QUIT, "fallbackMode": QUIT}),
+            vec![Step::Create(custom()), run(ENDS_OR_REFUSED(QUIT)),
+                 Step::Update(Edit::Annotate(MODE, Some(NATIVE))), run(ENDS_OR_REFUSED(QUIT))]),
+        case("cronjob-custom-template-first-native", "a CronJob whose pods name the custom template before sidecar: rendered native, Istio moves the partial proxy and merges the native one into it, a valid Pod; nativeSidecar still applies nothing", mode(NATIVE),
+            vec![Step::Create(templated(cronjob(), "custom,sidecar")), run(UNTOUCHED)]),
+        case("job-custom-template-native-true-fallback-quit", "a Job with sidecar,custom whose template asks for the native form itself: Istio always renders the partial proxy, refused unless the policy sees it after Istio; fallbackMode quitEndpoint", native_else(QUIT),
+            vec![Step::Create(annotated(custom_job(), "template", names::NATIVE, "true")), run(ENDS_OR_REFUSED(QUIT))]),
+        case("job-grpc-agent-fallback-quit", "a Job injected with grpc-agent, which has no native form: fallbackMode quitEndpoint wraps the app", native_else(QUIT),
+            vec![Step::Create(templated(job(), "grpc-agent")), run(Ends(QUIT))]),
+        case("job-grpc-agent-native", "the same without fallbackMode: nothing applied", mode(NATIVE),
+            vec![Step::Create(templated(job(), "grpc-agent")), run(UNTOUCHED)]),
+        // kube-injected with the custom template: classic, the custom
+        // patch merged into the proxy; native, the partial proxy beside it.
+        case("kube-injected-custom-template-classic-job", "a Job kube-injected with sidecar,custom in classic form, under nativeSidecar: not moved", mode(NATIVE),
+            vec![Step::Create(kube_injected(custom_job(), OFF)), run(UNTOUCHED)]),
+        case("kube-injected-custom-template-classic-job-fallback-quit", "the same with fallbackMode quitEndpoint: the app wrapped beside the classic proxy", native_else(QUIT),
+            vec![Step::Create(kube_injected(custom_job(), OFF)), run(ENDS_OR_REFUSED(QUIT))]),
+    ];
+    let mut partial = case(
+        "kube-injected-custom-template-partial-proxy-no-injector",
+        "a Job kube-injected natively with sidecar,custom carries the partial proxy beside the native one: resolved at Job CREATE, its Pods run the native proxy",
+        mode(NATIVE),
+        vec![Step::Create(kube_injected(custom_job(), ON)), run(Ends(NATIVE))],
+    );
+    partial.namespace = Namespace::Unlabelled;
+    cases.push(partial);
+    cases
+}
+
+fn custom_job() -> Value {
+    templated(job(), "sidecar,custom")
 }

@@ -317,6 +317,29 @@ mod tests {
         assert!(error.contains(r#""path":"/spec/a""#), "{error}");
     }
 
+    /// A volume's `emptyDir: {}` is its source: an undo that drops it, or
+    /// nulls it, gives back another Pod, and no law holds.
+    #[test]
+    fn an_empty_dir_lost_breaks_the_laws() {
+        let x = json!({"metadata": {"annotations": {}}, "spec": {"volumes": [{"name": "istio-data", "emptyDir": {}}]}});
+        let kept = pass(x.clone(), None, &[]);
+        for lost in [
+            json!({"spec": {"volumes": [{"name": "istio-data"}]}}),
+            json!({"spec": {"volumes": [{"name": "istio-data", "emptyDir": null}]}}),
+        ] {
+            let undone = pass(x.clone(), Some(lost), &[]);
+            assert!(same("law", &undone, &kept, &as_is, Warned::Alike).is_err());
+            assert!(gives_back("law", &undone, &x, &as_is).is_err());
+        }
+        // What the API server drops is no loss.
+        let emptied = pass(
+            x.clone(),
+            Some(json!({"spec": {"volumes": [{"name": "istio-data", "emptyDir": {}}]}})),
+            &[],
+        );
+        assert_eq!(same("law", &emptied, &kept, &as_is, Warned::Alike), Ok(()));
+    }
+
     #[test]
     fn inert_parts_are_left_out() {
         let left = pass(json!({}), Some(json!({"a": 1, "inert": 2})), &[]);

@@ -1355,7 +1355,7 @@ pub fn pre_pass_before_injection(kind: Kind, object: &Value, settings: &Option<V
 }
 
 /// A hand edit, made after a pass of the policy, that leaves a record the
-/// policy must not act on (README, "Changing modes"): `which` 0 makes the
+/// policy must not act on (docs/changing-modes.md): `which` 0 makes the
 /// record unreadable (`pick` chooses how); 1 and 2 change the object where
 /// the recorded edit is, so that it is there otherwise than the policy
 /// left it (the wrapper emptied of its command, the wrapped container

@@ -41,12 +41,22 @@ const MODE_VALUES: [&str; 5] = [
 ];
 /// `sidecar.istio.io/inject` values: only the exact "false" says no.
 const INJECT_VALUES: [&str; 5] = ["", "false", "False", "true", "no"];
-/// A user's proxy config: extended, the user's own key, no mapping.
-const PROXY_CONFIGS: [&str; 3] = [
+/// A user's proxy config: extended, the user's own key, holding the app
+/// until the proxy starts (Istio then puts a classic proxy first), no
+/// mapping (Istio's injector refuses the Pod).
+const PROXY_CONFIGS: [&str; 4] = [
     "concurrency: 2",
     "exitOnJobCompletion: false",
+    "holdApplicationUntilProxyStarts: true",
     "- no mapping",
 ];
+/// A pod's own status port (`status.sidecar.istio.io/port`).
+const STATUS_PORTS: [&str; 1] = ["15120"];
+/// `inject.istio.io/templates` (kube-model's injector knows these):
+/// `sidecar` alone changes nothing; a custom template patching
+/// `istio-proxy` after it, which Istio's native rendering makes a Pod the
+/// API server refuses; `grpc-agent`, never native.
+const TEMPLATE_VALUES: [&str; 3] = ["sidecar", "sidecar,custom", "grpc-agent"];
 
 fn yaml(text: &str) -> Value {
     serde_yaml::from_str(text.split("\n---").next().unwrap()).unwrap()
@@ -82,6 +92,9 @@ pub struct Workload {
     pub host_network: bool,
     pub native: Option<&'static str>,
     pub proxy_config: Option<&'static str>,
+    pub status_port: Option<&'static str>,
+    /// `inject.istio.io/templates` on a plain workload's template.
+    pub templates: Option<&'static str>,
 }
 
 /// What happens after the workload is created, before the last run.
@@ -211,6 +224,12 @@ impl Workload {
         annotate(t, INJECT, self.inject_annotation);
         annotate(t, NATIVE, self.native);
         annotate(t, PROXY_CONFIG, self.proxy_config);
+        // Istio renders the port where it injects: a kube-injected
+        // workload's proxy was rendered with the mesh's.
+        if self.base == Base::Plain {
+            annotate(t, STATUS_PORT, self.status_port);
+            annotate(t, istio::TEMPLATES, self.templates);
+        }
         if let Some(value) = self.inject_label {
             meta_map(&mut o, t, "labels").insert(INJECT.into(), json!(value));
         }
@@ -219,6 +238,20 @@ impl Workload {
 }
 
 const PROXY: &str = istio::PROXY;
+
+impl Workload {
+    /// Its templates name one but `sidecar` (nativeSidecar then applies
+    /// nothing, with a warning: docs/install.md, `fallbackMode`).
+    fn custom_templates(&self) -> bool {
+        self.templates
+            .is_some_and(|t| t.split(',').any(|n| n.trim() != "sidecar"))
+    }
+
+    /// Its templates add a custom template after `sidecar`.
+    fn custom_patches_proxy(&self) -> bool {
+        self.templates == Some("sidecar,custom")
+    }
+}
 
 impl Journey {
     fn settings(&self, mode: Mode) -> Value {
@@ -249,6 +282,12 @@ impl Journey {
                 Later::Run => {
                     let outcome = model.outcome();
                     steps.push(Step::Run(match outcome {
+                        // Istio's native rendering of a custom template is
+                        // refused where it injects after the policy, with
+                        // or without it.
+                        Outcome::Ends(mode) if self.workload.custom_patches_proxy() => {
+                            Expect::EndsOrRefusedAlike(mode.name())
+                        }
                         Outcome::Ends(mode) => Expect::Ends(mode.name()),
                         Outcome::Untouched(_) => Expect::AsWithoutPolicy,
                         Outcome::Valid => Expect::Valid,
@@ -290,7 +329,7 @@ pub enum Outcome {
     /// that holds this text.
     Untouched(Option<&'static str>),
     /// A valid Pod, no more: exitOnJobCompletion's key on a kube-injected
-    /// Pod Istio does not inject again reaches no proxy (README, "A note on
+    /// Pod Istio does not inject again reaches no proxy (docs/modes.md, "A note on
     /// exitOnJobCompletion").
     Valid,
 }
@@ -367,6 +406,11 @@ impl Model<'_> {
             Some(word) => Mode::parse(word).unwrap_or(self.mode),
             None => self.mode,
         };
+        // Istio's injector refuses a Pod whose proxy config it cannot read,
+        // whatever the policy did.
+        if w.proxy_config == Some("- no mapping") && self.istio_injects() {
+            return Outcome::Untouched(None);
+        }
         // Istio never injects it, and nothing is injected yet.
         let inject = w.inject_label.or(w.inject_annotation);
         let injection_off = w.host_network || inject == Some("false");
@@ -389,9 +433,10 @@ impl Model<'_> {
         // the policy, a Job admitted under another mode has its Pods come
         // out of the injector as that template asks (native for good, a
         // proxy config baked in), and the policy, at Pod CREATE, can only
-        // take back what Istio did not render (README, "Which Istio and
+        // take back what Istio did not render (docs/releases.md, "Which Istio and
         // Kubernetes each mode needs"): a valid Pod, no more promised, but
-        // by nativeSidecar, which moves the proxy all the same.
+        // by nativeSidecar, which moves the proxy all the same (unless it
+        // applies nothing: the user's "false", or templates it cannot run).
         let created = match self.word().filter(|_| honoured) {
             Some(word) => Mode::parse(word).unwrap_or(self.journey.mode),
             None => self.journey.mode,
@@ -399,12 +444,15 @@ impl Model<'_> {
         if self.kind() == Kind::Job
             && self.journey.webhooks == Webhooks::InjectorFirst
             && created != mode
-            && mode != Mode::Native
+            && (mode != Mode::Native || w.native == Some("false") || w.custom_templates())
         {
             return Outcome::Valid;
         }
         match mode {
             Mode::Native if w.native == Some("false") => Outcome::Untouched(None),
+            Mode::Native if w.custom_templates() => {
+                Outcome::Untouched(Some("nativeSidecar unsafe"))
+            }
             Mode::Quit if w.second_app => {
                 Outcome::Untouched(Some("quitEndpoint wraps a single app container"))
             }
@@ -511,10 +559,22 @@ fn arb_workload() -> BoxedStrategy<Workload> {
         prop::bool::weighted(0.08),
         // The exact values, and ones Istio 1.24-1.26 read otherwise.
         some_of(&["true", "false", "True", "yes"], 0.2),
-        some_of(&PROXY_CONFIGS, 0.2),
+        some_of(&PROXY_CONFIGS, 0.3),
+        some_of(&STATUS_PORTS, 0.15),
     )
         .prop_map(
-            |(kind, base, command, second_app, modes, inject, host_network, native, config)| {
+            |(
+                kind,
+                base,
+                command,
+                second_app,
+                modes,
+                inject,
+                host_network,
+                native,
+                config,
+                port,
+            )| {
                 let (mode_object, mode_job_template, mode_template) = modes;
                 Workload {
                     kind,
@@ -534,6 +594,8 @@ fn arb_workload() -> BoxedStrategy<Workload> {
                     host_network,
                     native,
                     proxy_config: config,
+                    status_port: port,
+                    templates: None,
                 }
             },
         )
@@ -564,10 +626,12 @@ pub fn arb_journey() -> BoxedStrategy<Journey> {
             prop::bool::weighted(0.2),
             prop::sample::select(Release::ALL.to_vec()),
             prop::sample::select(Webhooks::ALL.to_vec()),
+            prop::bool::weighted(0.25),
         ),
         prop::bool::weighted(0.25),
         prop::collection::vec(arb_later(), 0..3),
         any::<bool>(),
+        some_of(&TEMPLATE_VALUES, 0.15),
     )
         .prop_map(
             |(
@@ -575,15 +639,21 @@ pub fn arb_journey() -> BoxedStrategy<Journey> {
                 mode,
                 workload_override,
                 namespace,
-                (flag, cni, release, webhooks),
+                (flag, cni, release, webhooks, hold),
                 stored,
                 later,
                 ask,
+                templates,
             )| {
                 // Without the namespace's label, Istio injects only a
                 // template labelled for it.
                 if namespace == Namespace::Unlabelled && ask {
                     workload.inject_label = Some("true");
+                }
+                // On a plain workload only: a kube-injected one was
+                // rendered with `sidecar` alone.
+                if workload.base == Base::Plain {
+                    workload.templates = templates;
                 }
                 let kind = workload.kind;
                 Journey {
@@ -595,6 +665,8 @@ pub fn arb_journey() -> BoxedStrategy<Journey> {
                         native_flag: flag,
                         cni,
                         release,
+                        hold_application: hold,
+                        ..Mesh::default_of(release)
                     },
                     webhooks,
                     stored: stored && kind == Kind::CronJob,
@@ -605,4 +677,52 @@ pub fn arb_journey() -> BoxedStrategy<Journey> {
             },
         )
         .boxed()
+}
+
+/// Found by the generated journeys: a Job admitted under
+/// exitOnJobCompletion, the cluster then moved to nativeSidecar, where
+/// nativeSidecar applies nothing (the user's `"false"`, or a custom
+/// injection template) and Istio injects first: the key Istio baked into
+/// the proxy stays, a valid Pod, no more (the Job's template is immutable).
+#[test]
+fn a_job_of_another_mode_where_nativesidecar_applies_nothing() {
+    let plain = Workload {
+        kind: Kind::Job,
+        base: Base::Plain,
+        command: false,
+        second_app: false,
+        mode_object: None,
+        mode_job_template: None,
+        mode_template: None,
+        inject_label: None,
+        inject_annotation: None,
+        host_network: false,
+        native: None,
+        proxy_config: None,
+        status_port: None,
+        templates: None,
+    };
+    for workload in [
+        Workload {
+            native: Some("false"),
+            ..plain.clone()
+        },
+        Workload {
+            templates: Some("sidecar,custom"),
+            ..plain
+        },
+    ] {
+        let j = Journey {
+            workload,
+            mode: Mode::Exit,
+            workload_override: None,
+            namespace: Namespace::Enabled,
+            mesh: Mesh::default_of(Release::V1_24),
+            webhooks: Webhooks::InjectorFirst,
+            stored: false,
+            later: vec![Later::Settings(Mode::Native)],
+        };
+        assert_eq!(j.case().1, vec![Outcome::Valid], "{j:?}");
+        check(&j).unwrap_or_else(|e| panic!("{j:?}: {e}"));
+    }
 }

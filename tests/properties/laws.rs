@@ -37,7 +37,53 @@ pub struct LawCase {
     /// second.
     pub first: [Carrier; 4],
     pub second: [Carrier; 4],
-    pub edit: UserEdit,
+    pub edit: Edit,
+}
+
+/// A user's edit between two passes: one of the shared model's
+/// (`UserEdit`, which the fuzz target draws too), or one of the
+/// properties' own, so that a blind spot of the shared model is not one of
+/// both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edit {
+    Shared(UserEdit),
+    /// A volume of the user's own added to the pod template: an
+    /// `emptyDir: {}` (the API server keeps it: it is the volume's
+    /// source), or a ConfigMap's, each named apart from every other.
+    Volume {
+        empty_dir: bool,
+    },
+}
+
+impl Edit {
+    /// `object` (whose pod template is at `template`) with the edit made;
+    /// `x` is the workload the scenario started from. `None` where it
+    /// cannot be made.
+    pub fn apply(self, template: &str, object: &Value, x: &Value) -> Option<Value> {
+        match self {
+            Edit::Shared(edit) => edit.apply(template, object, x),
+            Edit::Volume { empty_dir } => {
+                let mut o = object.clone();
+                let spec = o
+                    .pointer_mut(&format!("{template}/spec"))?
+                    .as_object_mut()?;
+                let volumes = spec.entry("volumes").or_insert_with(|| json!([]));
+                if volumes.is_null() {
+                    *volumes = json!([]);
+                }
+                let volumes = volumes.as_array_mut()?;
+                let name = (0..)
+                    .map(|n| format!("users-volume-{n}"))
+                    .find(|n| !volumes.iter().any(|v| v["name"] == json!(n)))?;
+                volumes.push(if empty_dir {
+                    json!({"name": name, "emptyDir": {}})
+                } else {
+                    json!({"name": name, "configMap": {"name": "settings"}})
+                });
+                Some(o)
+            }
+        }
+    }
 }
 
 impl LawCase {
@@ -160,7 +206,7 @@ impl LawCase {
         self.pass(operation, object, self.second[b], MODES[b])
     }
 
-    /// `object` with the user's edit made (`UserEdit::apply`, a container
+    /// `object` with the user's edit made (`Edit::apply`, a container
     /// counted among x's); `None` where it cannot be made.
     pub fn edited(&self, object: &Value) -> Option<Value> {
         self.edit
@@ -201,10 +247,11 @@ pub fn arb_law_case(recorded: bool) -> BoxedStrategy<LawCase> {
         ],
         vec(arb_carrier(), 8),
         prop_oneof![
-            (0..8usize).prop_map(|n| UserEdit::Env(Some(n))),
-            (0..8usize).prop_map(|n| UserEdit::Image(Some(n))),
-            Just(UserEdit::TemplateLabel),
-            Just(UserEdit::TemplateAnnotation),
+            (0..8usize).prop_map(|n| Edit::Shared(UserEdit::Env(Some(n)))),
+            (0..8usize).prop_map(|n| Edit::Shared(UserEdit::Image(Some(n)))),
+            Just(Edit::Shared(UserEdit::TemplateLabel)),
+            Just(Edit::Shared(UserEdit::TemplateAnnotation)),
+            any::<bool>().prop_map(|empty_dir| Edit::Volume { empty_dir }),
         ],
     )
         .prop_map(move |(case, earlier, carriers, edit)| {

@@ -1,6 +1,6 @@
 //! The names the properties read and write, in one place: the annotations
 //! (the policy's own names, through `policy_testkit::names`), the
-//! quitEndpoint wrapper's fixed elements, sidecar and init container names,
+//! quitEndpoint wrapper's fixed elements (not its script: `quit_script`), sidecar and init container names,
 //! the kinds and modes.
 
 pub use policy_testkit::journey::QUIT_NAME;
@@ -9,12 +9,11 @@ pub use policy_testkit::names::{
     STATUS, STATUS_PORT,
 };
 
-/// What the README says the quitEndpoint wrapper puts before the original
-/// command: the shell, the script the module embeds, its `$0`, then the URL
-/// and `always` / `on-success`.
+/// What docs/modes.md says the quitEndpoint wrapper puts before the original
+/// command: the shell, the script (held to what it does, not to its text:
+/// `quit_script`), its `$0`, then the URL and `always` / `on-success`.
 pub const QUIT_SHELL: [&str; 2] = ["/bin/sh", "-c"];
 pub const DEFAULT_QUIT_URL: &str = "http://127.0.0.1:15020/quitquitquit";
-pub const QUIT_SCRIPT: &str = include_str!("../../src/modes/quit_wrapper.sh");
 /// The members a move may add to the proxy.
 pub const MOVE_ADDS: [&str; 3] = ["restartPolicy", "startupProbe", "lifecycle"];
 pub const SIDECARS: [&str; 2] = ["istio-proxy", "envoy"];

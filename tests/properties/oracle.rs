@@ -1,4 +1,5 @@
-//! The oracle, written from the README, docs/design.md, docs/facts.md and
+//! The oracle, written from the README, docs/modes.md, docs/changing-modes.md,
+//! docs/design.md, docs/facts.md and
 //! the spec, never from src/:
 //! what the decision table makes of a request (`plan`), where the
 //! workload's mode and the owner's mode carried down are read and written
@@ -501,15 +502,15 @@ pub struct Move {
 }
 
 /// The policy made `sidecar.istio.io/nativeSidecar` the exact "true",
-/// replacing the user's `was` (README, "The record"; docs/design.md, "The
+/// replacing the user's `was` (docs/changing-modes.md, "The record"; docs/design.md, "The
 /// members").
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Annotated {
     pub was: Option<String>,
 }
 
-/// What `istio-job-sidecar/applied` records, form by form (README, "The
-/// record: `istio-job-sidecar/applied`"; docs/design.md, "The members").
+/// What `istio-job-sidecar/applied` records, form by form (docs/changing-modes.md,
+/// "The record: `istio-job-sidecar/applied`"; docs/design.md, "The members").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Applied {
     NativeAnnotation(Annotated),
@@ -784,8 +785,7 @@ pub fn record_keys(object: &Value, t: &str) -> [Option<String>; 2] {
 
 // ---------------------------------------------------------------- the undo
 
-/// What a pass does before it applies the wanted mode (README, "Changing
-/// modes").
+/// What a pass does before it applies the wanted mode (docs/changing-modes.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UndoOutcome {
     /// No record, or a record of the wanted mode itself.
@@ -815,7 +815,7 @@ pub struct Undo {
 }
 
 /// A proxy the template has twice, resolved to one before anything else
-/// (README, "What is mutated"; docs/facts.md, "Re-injection"): the proxy
+/// (docs/modes.md, "What is mutated"; docs/facts.md, "Re-injection"): the proxy
 /// once in `containers` and once in `initContainers` as a native sidecar,
 /// with an injection status that names one of them (Istio writes it with
 /// each injection): listed under `containers`, the native copy goes; under
@@ -861,7 +861,7 @@ pub fn one_proxy(kind: Kind, object: &Value, sidecar: &str) -> Option<Value> {
     Some(o)
 }
 
-/// The undo step, modelled from the README ("What is taken back"): a proxy
+/// The undo step, modelled from docs/changing-modes.md ("What is taken back"): a proxy
 /// there twice resolved to one (`one_proxy`), then, for a readable record
 /// naming another mode than `wanted` (or any, when no mode is wanted), that
 /// mode's edit taken back exactly; the record alone goes when nothing of
@@ -1168,7 +1168,7 @@ pub enum ExpectRecord {
 }
 
 /// The record after the pass, from what the mode did (docs/design.md,
-/// "Records that cannot be trusted"; README, "Changing modes"): an untrusted
+/// "Records that cannot be trusted"; docs/changing-modes.md): an untrusted
 /// record stays as it is; the mode's record is written when it differs
 /// from the one there (a legacy record is always rewritten in the new key,
 /// even when nothing else changes); a record of the mode whose edit the
@@ -1311,7 +1311,7 @@ pub fn natively_injected(kind: Kind, o: &Value, sidecar: &str) -> bool {
 /// What exitOnJobCompletion and quitEndpoint record, from what the mode
 /// itself did (`edit`): their record carries the annotation edit `current`
 /// has; they ask for the native form too where Istio's re-injection would
-/// otherwise give the Pod a second proxy (README, "What is mutated"; docs/facts.md,
+/// otherwise give the Pod a second proxy (docs/modes.md, "What is mutated"; docs/facts.md,
 /// "Re-injection"): beside a proxy Istio injected natively, and, where a
 /// proxy is there, for a user's value the releases read differently
 /// (neither "true" nor "false"), recorded in their record. A mode that
@@ -1420,7 +1420,7 @@ pub fn exit_record_edit(before: Option<&str>, after: Option<&str>) -> Result<Rec
 }
 
 /// What quitEndpoint leaves of the containers, and of the record, from the
-/// README ("quitEndpoint") and docs/design.md ("The quitEndpoint wrapper"),
+/// docs/modes.md ("quitEndpoint") and docs/design.md ("The quitEndpoint wrapper"),
 /// not from src/.
 pub struct QuitExpectation {
     pub containers: Vec<Value>,
@@ -1454,22 +1454,42 @@ pub fn quit_expectation(
     // pilot-agent listens on the pod's status port, and on none at all
     // when it is 0.
     let port = pods_status_port(kind, object);
+    // After which exits the proxy is asked to quit: the container's own
+    // restartPolicy decides over the Pod's (README, "quitEndpoint"); a
+    // container restarted after every exit has no such exit, and is not
+    // wrapped.
+    let pod = object
+        .pointer(&format!("{t}/spec/restartPolicy"))
+        .and_then(Value::as_str);
+    let by_pod = |pod: Option<&str>| match pod {
+        Some("OnFailure") => "on-success",
+        _ => "always",
+    };
+    let when_of = |c: &Value| match c.get("restartPolicy").filter(|v| !v.is_null()) {
+        None => Some(by_pod(pod)),
+        Some(own) => match own.as_str() {
+            Some("Never") => Some("always"),
+            Some("OnFailure") => Some("on-success"),
+            Some("Always") => None,
+            _ => matches!(pod, Some("Never" | "OnFailure")).then(|| by_pod(pod)),
+        },
+    };
     match apps[..] {
-        [one] if port != Some(0) => {
+        [one] if port != Some(0) && when_of(&out[one]).is_some() => {
             let command = command(&out[one]);
             if command.is_empty() {
                 return nothing(out);
             }
-            let restart = object.pointer(&format!("{t}/spec/restartPolicy"));
-            let when = if restart == Some(&json!("OnFailure")) {
-                "on-success"
-            } else {
-                "always"
-            };
-            let mut wrapped: Vec<String> = [QUIT_SHELL[0], QUIT_SHELL[1], QUIT_SCRIPT, QUIT_NAME]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
+            let when = when_of(&out[one]).unwrap_or("always");
+            let mut wrapped: Vec<String> = [
+                QUIT_SHELL[0],
+                QUIT_SHELL[1],
+                crate::quit_script::SCRIPT,
+                QUIT_NAME,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
             wrapped.push(match port {
                 Some(port) => {
                     let (authority, path) = settings.quit_url[7..].split_once('/').unwrap();
@@ -1496,8 +1516,9 @@ pub fn quit_expectation(
         }
         [] => nothing(out),
         _ => {
-            // Several apps, or no quit endpoint: none is wrapped, and a
-            // wrapper left from before is taken off, with its record.
+            // Several apps, no quit endpoint, or no exit after which the
+            // app is not restarted: none is wrapped, and a wrapper left
+            // from before is taken off, with its record.
             for &i in &apps {
                 if let Some(original) = wrapped_original(&command(&out[i])) {
                     out[i]["command"] = json!(original);
@@ -1569,10 +1590,14 @@ pub fn change_due(case: &Case, undo: &Undo) -> Option<bool> {
                 undo.current.as_ref(),
             );
             let record = expected_record(undo, edit);
-            Some(
-                expected.containers != containers(object, t, "containers")
-                    || check_record(object, object, t, &record).is_err(),
+            // A wrapper already there whose script does what the script
+            // must is the oracle's SCRIPT; one that does not is due a new one.
+            let unchanged = crate::quit_script::judged(
+                &containers(object, t, "containers"),
+                &expected.containers,
             )
+            .is_ok_and(|now| now == expected.containers);
+            Some(!unchanged || check_record(object, object, t, &record).is_err())
         }
     }
 }
