@@ -48,7 +48,12 @@ impl Config {
         kubewarden_namespace: &str,
     ) -> Result<Config, String> {
         let (settings, policy) = match (settings, policy) {
-            (Some(_), Some(_)) => return Err("give --settings or --policy, not both".into()),
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "give --settings or --policy, not both: the manifest's spec.settings are \
+                     its settings, e.g. --policy examples/quit-endpoint.yaml alone ({SETTINGS_EXAMPLE} without a manifest)"
+                ))
+            }
             (Some(text), None) => (read_settings(text)?, None),
             (None, Some(file)) => {
                 let manifest = PolicyManifest::read(file, kubewarden_namespace)?;
@@ -56,7 +61,13 @@ impl Config {
             }
             (None, None) => (Value::Object(Map::new()), None),
         };
-        let parsed = validate(&settings)?;
+        let parsed = validate(&settings).map_err(|why| {
+            let from = match policy.as_ref() {
+                Some(p) => format!("--policy {}: spec.settings", p.file),
+                None => "--settings".to_owned(),
+            };
+            format!("{from}: {why}; {}", settings_hint(&settings))
+        })?;
         Ok(Config {
             settings,
             parsed,
@@ -105,15 +116,27 @@ impl Config {
     }
 }
 
+/// A working `--policy`, for the messages that refuse one.
+const POLICY_EXAMPLE: &str = "give the ClusterAdmissionPolicy manifest you apply, \
+    e.g. --policy examples/native-sidecar.yaml";
+
+/// A working `--settings`, for the messages that refuse one.
+const SETTINGS_EXAMPLE: &str =
+    r#"--settings 'mode: quitEndpoint' or --settings '{"mode": "quitEndpoint"}'"#;
+
 /// `--settings`: a file holding JSON or YAML, or that text itself.
 fn read_settings(text: &str) -> Result<Value, String> {
     let path = std::path::Path::new(text);
     let (text, what) = if path.is_file() {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("--settings {text}: {e}"))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("--settings {text}: {e}; give a readable file, or the settings themselves: {SETTINGS_EXAMPLE}"))?;
         (text, format!("--settings {}", path.display()))
     } else if [".json", ".yaml", ".yml"].iter().any(|e| text.ends_with(e)) && !text.contains('\n') {
         // A file name, not settings: say so rather than validate the name.
-        return Err(format!("--settings {text}: no such file"));
+        return Err(format!(
+            "--settings {text}: no such file; --settings takes a file or the settings themselves \
+             as JSON or YAML, e.g. {SETTINGS_EXAMPLE}"
+        ));
     } else {
         (text.to_owned(), "--settings".to_owned())
     };
@@ -121,7 +144,7 @@ fn read_settings(text: &str) -> Result<Value, String> {
         Ok(parsed) => parsed.map(|(_, value)| value).unwrap_or(Value::Null),
         Err(e) => {
             return Err(format!(
-                "{what}: neither JSON nor YAML: {} (line {})",
+                "{what}: neither JSON nor YAML: {} (line {}); e.g. {SETTINGS_EXAMPLE}",
                 e.message, e.line
             ))
         }
@@ -135,19 +158,50 @@ fn read_settings(text: &str) -> Result<Value, String> {
     }
 }
 
+/// What to write instead of refused settings: the `key=value` pairs of a
+/// command-line habit rewritten as YAML when the policy accepts that,
+/// else the general example.
+fn settings_hint(settings: &Value) -> String {
+    if let Some(text) = settings.as_str().filter(|t| t.contains('=')) {
+        let pairs: Option<Vec<String>> = text
+            .split(',')
+            .map(|pair| {
+                let (key, value) = pair.split_once('=')?;
+                Some(format!("{}: {}", key.trim(), value.trim()))
+            })
+            .collect();
+        if let Some(pairs) = pairs {
+            let yaml = match pairs.as_slice() {
+                [one] => one.clone(),
+                many => format!("{{{}}}", many.join(", ")),
+            };
+            let works = crate::yaml::parse(&yaml)
+                .ok()
+                .flatten()
+                .is_some_and(|(_, value)| validate(&value).is_ok());
+            if works {
+                return format!("write them as YAML or JSON: --settings '{yaml}'");
+            }
+        }
+    }
+    if settings.is_object() {
+        format!("e.g. {SETTINGS_EXAMPLE}")
+    } else {
+        format!("write them as YAML or JSON, e.g. {SETTINGS_EXAMPLE}")
+    }
+}
+
 /// The policy's own `validate_settings`, as policy-server calls it when it
 /// loads the policy: its message when the settings are refused.
 fn validate(settings: &Value) -> Result<istio_job_sidecar_policy::settings::Settings, String> {
     let payload = serde_json::to_vec(settings).map_err(|e| e.to_string())?;
     let answer = istio_job_sidecar_policy::validate_settings(&payload)
-        .map_err(|e| format!("validate_settings failed: {e}"))?;
+        .map_err(|e| format!("the policy could not check them: {e}"))?;
     let answer: Value = serde_json::from_slice(&answer)
-        .map_err(|e| format!("validate_settings answered no JSON: {e}"))?;
+        .map_err(|e| format!("the policy's check answered no JSON: {e}"))?;
     if answer["valid"] != Value::Bool(true) {
         let message = answer["message"].as_str().unwrap_or("(no message)");
-        return Err(format!(
-            "invalid settings (the policy's validate_settings): {message}"
-        ));
+        return Err(message.to_owned());
     }
     istio_job_sidecar_policy::settings::Settings::from_value(settings)
 }
@@ -156,13 +210,15 @@ impl PolicyManifest {
     /// The first `ClusterAdmissionPolicy` or `AdmissionPolicy` of `file`,
     /// and its settings; Kubewarden installed in `kubewarden_namespace`.
     pub fn read(file: &str, kubewarden_namespace: &str) -> Result<(PolicyManifest, Value), String> {
-        let text = std::fs::read_to_string(file).map_err(|e| format!("--policy {file}: {e}"))?;
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("--policy {file}: {e}; {POLICY_EXAMPLE}"))?;
         let documents = crate::input::YamlDocuments::new(text.as_bytes());
         for document in documents {
-            let document = document.map_err(|e| format!("--policy {file}: {e}"))?;
+            let document =
+                document.map_err(|e| format!("--policy {file}: {e}; {POLICY_EXAMPLE}"))?;
             let parsed = document.parse().map_err(|(line, why)| {
                 format!(
-                    "--policy {file}, line {}: {why}",
+                    "--policy {file}, line {}: {why}; {POLICY_EXAMPLE}",
                     line.unwrap_or(document.line)
                 )
             })?;
@@ -177,7 +233,7 @@ impl PolicyManifest {
             }
         }
         Err(format!(
-            "--policy {file}: no ClusterAdmissionPolicy or AdmissionPolicy in it"
+            "--policy {file}: no ClusterAdmissionPolicy or AdmissionPolicy in it; {POLICY_EXAMPLE}"
         ))
     }
 
@@ -188,7 +244,7 @@ impl PolicyManifest {
     ) -> Result<(PolicyManifest, Value), String> {
         let spec = &value["spec"];
         let webhook = Webhook::of_policy(value, kubewarden_namespace)
-            .map_err(|why| format!("--policy {file}: {why}"))?;
+            .map_err(|why| format!("--policy {file}: {why}; {POLICY_EXAMPLE}"))?;
         let mut manifest = PolicyManifest {
             file: file.to_owned(),
             name: value["metadata"]["name"]
@@ -236,7 +292,40 @@ mod tests {
         assert!(err.contains("mode: unknown value \"native\""), "{err}");
         let ok = Config::load(Some("{\"mode\": \"quitEndpoint\"}"), None, "kubewarden").unwrap();
         let missing = Config::load(Some("settigns.yaml"), None, "kubewarden").unwrap_err();
-        assert_eq!(missing, "--settings settigns.yaml: no such file");
+        assert!(
+            missing.starts_with("--settings settigns.yaml: no such file; --settings takes a file or the settings themselves"),
+            "{missing}"
+        );
+        assert!(missing.contains(SETTINGS_EXAMPLE), "{missing}");
         assert_eq!(ok.parsed.mode.as_str(), "quitEndpoint");
+    }
+
+    /// Every refusal says what to write instead, with settings that work.
+    #[test]
+    fn refused_settings_come_with_settings_that_work() {
+        let err = Config::load(Some("mode=quitEndpoint"), None, "kubewarden").unwrap_err();
+        assert_eq!(
+            err,
+            "--settings: settings must be an object, got a string; \
+             write them as YAML or JSON: --settings 'mode: quitEndpoint'"
+        );
+        let err = Config::load(
+            Some("mode=quitEndpoint,workloadOverride=false"),
+            None,
+            "kubewarden",
+        )
+        .unwrap_err();
+        assert!(
+            err.ends_with("--settings '{mode: quitEndpoint, workloadOverride: false}'"),
+            "{err}"
+        );
+        // A pair the policy refuses is not offered: the general example is.
+        let err = Config::load(Some("mode=native"), None, "kubewarden").unwrap_err();
+        assert!(err.ends_with(SETTINGS_EXAMPLE), "{err}");
+        // The examples themselves are accepted.
+        for example in ["mode: quitEndpoint", r#"{"mode": "quitEndpoint"}"#] {
+            assert!(SETTINGS_EXAMPLE.contains(example));
+            Config::load(Some(example), None, "kubewarden").unwrap();
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! `end-stuck`: today's stuck Pods ended on request. Each is asked to quit
 //! through its own pilot-agent, `kubectl exec -n NS POD -c istio-proxy --
 //! pilot-agent request --debug-port=<its status port> POST quitquitquit`
-//! (the README's command), which ends the proxy and lets the Job complete.
+//! (the command of docs/troubleshooting.md), which ends the proxy and lets the Job complete.
 //!
 //! Every command is printed first, with the Pod's real namespace and name;
 //! nothing runs without `--yes`. Before a command runs, the Pod is read

@@ -208,6 +208,7 @@ pub fn skip_reason(skip: Skip) -> (&'static str, &'static str) {
         Skip::LongRunningPod => ("longRunningPod", "long-running Pod"),
         Skip::Disabled => ("disabled", "disabled by istio-job-sidecar/mode"),
         Skip::InjectionOff => ("injectionOff", "Istio injection off"),
+        Skip::NativeUnsafe => ("nativeUnsafe", "nativeSidecar unsafe, no fallbackMode"),
     }
 }
 

@@ -77,48 +77,138 @@ impl Source {
     }
 }
 
+/// A file below a directory given as INPUT that is not read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub path: PathBuf,
+    pub why: &'static str,
+}
+
+/// What the arguments name: the sources to read, and what their
+/// directories hold that is not read.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Inputs {
+    pub sources: Vec<Source>,
+    pub skipped: Vec<Skipped>,
+}
+
+const NOT_MANIFEST: &str = "not .yaml, .yml or .json";
+const HIDDEN: &str = "hidden";
+
 /// The sources named by the arguments: `-`, files, and the `.yaml`, `.yml`
-/// and `.json` files below directories (in name order, hidden ones left out).
-pub fn sources(args: &[PathBuf]) -> io::Result<Vec<Source>> {
-    let mut out = Vec::new();
+/// and `.json` files below directories (in name order); hidden entries and
+/// other files of those directories are skipped, and listed.
+pub fn sources(args: &[PathBuf]) -> io::Result<Inputs> {
+    let mut inputs = Inputs::default();
     for arg in args {
         if arg.as_os_str() == "-" {
-            out.push(Source::Stdin);
+            inputs.sources.push(Source::Stdin);
         } else if arg.is_dir() {
-            walk(arg, &mut out)?;
+            walk(arg, &mut inputs)?;
         } else if arg.exists() {
-            out.push(Source::File(arg.clone()));
+            inputs.sources.push(Source::File(arg.clone()));
         } else {
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
-                format!("{}: no such file or directory", arg.display()),
+                format!(
+                    "{}: no such file or directory; give files, directories or - for stdin, \
+                     e.g. `kubectl istio-job-sidecar scan deploy/` or \
+                     `helm template ./chart | kubectl istio-job-sidecar render -`",
+                    arg.display()
+                ),
             ));
         }
     }
-    Ok(out)
+    Ok(inputs)
 }
 
-fn walk(dir: &Path, out: &mut Vec<Source>) -> io::Result<()> {
+fn walk(dir: &Path, inputs: &mut Inputs) -> io::Result<()> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            !p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-        })
         .collect();
     entries.sort();
     for path in entries {
-        if path.is_dir() {
-            walk(&path, out)?;
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        {
+            inputs.skipped.push(Skipped { path, why: HIDDEN });
+        } else if path.is_dir() {
+            walk(&path, inputs)?;
         } else if path
             .extension()
             .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
         {
-            out.push(Source::File(path));
+            inputs.sources.push(Source::File(path));
+        } else {
+            inputs.skipped.push(Skipped {
+                path,
+                why: NOT_MANIFEST,
+            });
         }
     }
     Ok(())
+}
+
+/// What the inputs held: enough to say what was read when none of it is
+/// a Kubernetes object.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub bytes: u64,
+    /// Documents with content (YAML) or top-level values (JSON), those
+    /// that do not parse included.
+    pub documents: usize,
+    /// Kubernetes objects read: objects with `apiVersion` and `kind`, and
+    /// every `List` (an empty one is still a cluster's answer).
+    pub objects: usize,
+}
+
+impl std::ops::AddAssign for Held {
+    fn add_assign(&mut self, other: Held) {
+        self.bytes += other.bytes;
+        self.documents += other.documents;
+        self.objects += other.objects;
+    }
+}
+
+/// An object with a non-empty `apiVersion` and `kind`, as kubectl needs.
+pub fn is_kubernetes(value: &Value) -> bool {
+    let named = |key: &str| value[key].as_str().is_some_and(|v| !v.is_empty());
+    named("apiVersion") && named("kind")
+}
+
+/// Why inputs that hold no Kubernetes object are refused: what was read,
+/// and what to give instead (`example`: a working command line).
+pub fn nothing_to_read(names: &[String], skipped: usize, held: Held, example: &str) -> String {
+    let what = if names.is_empty() && skipped == 0 {
+        "nothing in the directories given".to_owned()
+    } else if names.is_empty() {
+        format!(
+            "no .yaml, .yml or .json file in the directories given ({skipped} other {} skipped, listed above)",
+            if skipped == 1 { "entry" } else { "entries" }
+        )
+    } else if held.bytes == 0 {
+        format!("nothing read from {}: 0 bytes", names.join(", "))
+    } else if held.documents == 0 {
+        format!(
+            "nothing but comments and blank lines in {} ({} bytes)",
+            names.join(", "),
+            held.bytes
+        )
+    } else {
+        format!(
+            "no Kubernetes object in {} ({} bytes, {} document{}, none with apiVersion and kind)",
+            names.join(", "),
+            held.bytes,
+            held.documents,
+            if held.documents == 1 { "" } else { "s" }
+        )
+    };
+    format!(
+        "{what}. Give manifests or what kubectl get prints, e.g. `{example}`; \
+         --allow-empty accepts an input without any"
+    )
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,7 +260,7 @@ pub fn skip_bom(reader: &mut impl BufRead) -> io::Result<bool> {
 }
 
 /// Every object of `source`, in order, to `sink`; a `List` gives its items.
-pub fn read_objects(source: &Source, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
+pub fn read_objects(source: &Source, sink: &mut dyn FnMut(Found)) -> io::Result<Held> {
     let name = source.name();
     let reader = source
         .open()
@@ -179,16 +269,29 @@ pub fn read_objects(source: &Source, sink: &mut dyn FnMut(Found)) -> io::Result<
 }
 
 /// `read_objects` of an already open stream named `name`.
-pub fn read_stream(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
+pub fn read_stream(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::Result<Held> {
+    let bytes = std::cell::Cell::new(0);
+    let reader = Counted {
+        inner: reader,
+        bytes: &bytes,
+    };
     let (format, reader) = sniff(reader)?;
     let source: Rc<str> = name.into();
-    match format {
+    let mut held = Held::default();
+    let mut sink = |found: Found| {
+        if let Found::Object(object, _) = &found {
+            held.objects += usize::from(is_kubernetes(object));
+        }
+        sink(found)
+    };
+    let (documents, lists) = match format {
         Format::Json => {
             let mut reader = reader;
             skip_bom(&mut reader)?;
-            read_json(&source, reader, sink)
+            read_json(&source, reader, &mut sink)?
         }
         Format::Yaml => {
+            let (mut documents, mut lists) = (0, 0);
             for document in YamlDocuments::new(reader) {
                 let document = document?;
                 if document.index == 0 {
@@ -200,16 +303,43 @@ pub fn read_stream(name: &str, reader: impl Read, sink: &mut dyn FnMut(Found)) -
                     item: None,
                     line: Some(document.line),
                 };
+                let mut handed = false;
                 let read = document.objects(&mut |object, item| {
+                    handed = true;
                     let at = Location { item, ..at.clone() };
                     sink(Found::Object(object, at));
                 });
-                if let Err((line, why)) = read {
-                    sink(Found::Invalid(Location { line, ..at }, why));
+                match read {
+                    Ok(list) => {
+                        documents += usize::from(list || handed);
+                        lists += usize::from(list);
+                    }
+                    Err((line, why)) => {
+                        documents += 1;
+                        sink(Found::Invalid(Location { line, ..at }, why));
+                    }
                 }
             }
-            Ok(())
+            (documents, lists)
         }
+    };
+    held.documents = documents;
+    held.objects += lists;
+    held.bytes = bytes.get();
+    Ok(held)
+}
+
+/// Counts the bytes read through it.
+struct Counted<'c, R> {
+    inner: R,
+    bytes: &'c std::cell::Cell<u64>,
+}
+
+impl<R: Read> Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes.set(self.bytes.get() + n as u64);
+        Ok(n)
     }
 }
 
@@ -248,25 +378,27 @@ impl RawDocument {
     }
 
     /// Every object of the document, in order: a `List` gives its items,
-    /// read one at a time (the document is never built whole).
+    /// read one at a time (the document is never built whole). Whether
+    /// the document was a `List`.
     pub fn objects(
         &self,
         each: &mut dyn FnMut(Value, Option<usize>),
-    ) -> Result<(), (Option<usize>, String)> {
+    ) -> Result<bool, (Option<usize>, String)> {
         let text = self.text()?;
         if text.contains("items") && yaml::shape(text).map_err(|e| self.error(e))?.list {
-            return yaml::for_each_item::<()>(text, &mut |i, _, item| {
+            yaml::for_each_item::<()>(text, &mut |i, _, item| {
                 each(item, Some(i));
                 Ok(())
             })
             .map_err(|e| self.error(e))?
-            .map_err(|()| (None, String::new()));
+            .map_err(|()| (None, String::new()))?;
+            return Ok(true);
         }
         match self.parse()? {
             None | Some((_, Value::Null)) => {}
             Some((_, value)) => each(value, None),
         }
-        Ok(())
+        Ok(false)
     }
 }
 
@@ -372,12 +504,17 @@ fn is_blank_or_comment(line: &[u8]) -> bool {
 /// JSON values one after another; a `List`'s (or a top-level array's)
 /// items are handed over as they are read. A syntax error ends the source:
 /// JSON has no document boundary to start again from.
-fn read_json(name: &Rc<str>, reader: impl Read, sink: &mut dyn FnMut(Found)) -> io::Result<()> {
+/// Returns how many top-level values it read, and how many were `List`s.
+fn read_json(
+    name: &Rc<str>,
+    reader: impl Read,
+    sink: &mut dyn FnMut(Found),
+) -> io::Result<(usize, usize)> {
     let mut de = serde_json::Deserializer::from_reader(reader);
-    let mut document = 0;
+    let (mut document, mut lists) = (0, 0);
     loop {
         if de.end().is_ok() {
-            return Ok(());
+            return Ok((document, lists));
         }
         document += 1;
         let at = Location {
@@ -390,18 +527,19 @@ fn read_json(name: &Rc<str>, reader: impl Read, sink: &mut dyn FnMut(Found)) -> 
             at: at.clone(),
             sink: &mut *sink,
         };
-        if let Err(e) = seed.deserialize(&mut de) {
-            if e.is_io() {
-                return Err(io::Error::other(format!("{name}: {e}")));
+        match seed.deserialize(&mut de) {
+            Ok(listed) => lists += usize::from(listed),
+            Err(e) if e.is_io() => return Err(io::Error::other(format!("{name}: {e}"))),
+            Err(e) => {
+                let line = Some(e.line()).filter(|l| *l > 0);
+                let text = e.to_string();
+                let why = match text.find(" at line ") {
+                    Some(i) => text[..i].to_owned(),
+                    None => text,
+                };
+                sink(Found::Invalid(Location { line, ..at }, why));
+                return Ok((document, lists));
             }
-            let line = Some(e.line()).filter(|l| *l > 0);
-            let text = e.to_string();
-            let why = match text.find(" at line ") {
-                Some(i) => text[..i].to_owned(),
-                None => text,
-            };
-            sink(Found::Invalid(Location { line, ..at }, why));
-            return Ok(());
         }
     }
 }
@@ -411,22 +549,23 @@ struct Top<'s> {
     sink: &'s mut dyn FnMut(Found),
 }
 
+/// Whether the value was a `List` (its items handed over).
 impl<'de> DeserializeSeed<'de> for Top<'_> {
-    type Value = ();
+    type Value = bool;
 
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for Top<'_> {
-    type Value = ();
+    type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON object or array")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
         let mut members = Map::new();
         let mut listed = false;
         while let Some(key) = map.next_key::<String>()? {
@@ -444,11 +583,12 @@ impl<'de> Visitor<'de> for Top<'_> {
         if !listed {
             (self.sink)(Found::Object(Value::Object(members), self.at));
         }
-        Ok(())
+        Ok(listed)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        stream_items(seq, &self.at, self.sink)
+    /// A bare array: its items are handed over, it is no `List` itself.
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+        stream_items(seq, &self.at, self.sink).map(|()| false)
     }
 }
 

@@ -23,6 +23,9 @@ pub struct Kubectl {
     pub request_timeout: String,
     /// Seconds kubectl may go without a first byte of output.
     pub first_byte: u64,
+    /// What the subcommand does without a cluster, with an example: said
+    /// when kubectl is missing or fails.
+    pub offline: &'static str,
 }
 
 /// `kubectl` on PATH.
@@ -35,23 +38,26 @@ pub fn find() -> Option<PathBuf> {
 
 impl Kubectl {
     /// The kubectl at `program` that reads the cluster when the user gave
-    /// no INPUT; without one on PATH, the error that says what to give.
+    /// no INPUT; without one on PATH, the error that says what to give
+    /// (`offline`: what the subcommand does without a cluster).
     pub fn for_cluster(
         program: Option<PathBuf>,
         context: &Option<String>,
         namespace: &Option<String>,
         request_timeout: &str,
         first_byte: u64,
+        offline: &'static str,
     ) -> Result<Kubectl, String> {
-        let program = program.ok_or(
-            "no INPUT given and kubectl is not on PATH: give files, directories or - for stdin",
-        )?;
+        let program = program.ok_or_else(|| {
+            format!("no INPUT given and kubectl is not on PATH: put kubectl on PATH to read the cluster, or {offline}")
+        })?;
         Ok(Kubectl {
             program,
             context: context.clone(),
             namespace: namespace.clone(),
             request_timeout: request_timeout.to_owned(),
             first_byte,
+            offline,
         })
     }
 
@@ -64,7 +70,7 @@ impl Kubectl {
         let mut args = vec!["kubectl".to_owned(), "get".to_owned(), resources.to_owned()];
         match &self.namespace {
             Some(ns) => args.extend(["-n".to_owned(), ns.clone()]),
-            None if resources == "namespaces" => {}
+            None if resources == "namespaces" || resources == "nodes" => {}
             None => args.push("-A".to_owned()),
         }
         args.extend(["-o".to_owned(), "json".to_owned()]);
@@ -148,22 +154,28 @@ impl Kubectl {
             .unwrap_or_default();
         if killed.load(Ordering::SeqCst) {
             return Err(format!(
-                "the cluster{context} sent nothing in {} s: is it reachable? `{name}` was stopped{}",
+                "the cluster{context} sent nothing in {} s: is it reachable? `{name}` was stopped{}\n\
+                 (check it with `kubectl cluster-info{}`, give a slow cluster more time with \
+                 --cluster-timeout 60, or {})",
                 self.first_byte,
-                if tail.is_empty() { String::new() } else { format!("; kubectl said:\n  {tail}") }
+                if tail.is_empty() { String::new() } else { format!("; kubectl said:\n  {tail}") },
+                self.context.as_deref().map(|c| format!(" --context={c}")).unwrap_or_default(),
+                self.offline
             ));
         }
         if !status.success() {
             return Err(format!(
-                "`{name}` failed ({status}){}\n(to scan without a cluster, give files, directories or - for stdin)",
+                "`{name}` failed ({status}){}\n(without a cluster: {})",
                 if tail.is_empty() {
                     String::new()
                 } else {
                     format!(":\n  {tail}")
-                }
+                },
+                self.offline
             ));
         }
-        read.map_err(|e| format!("reading kubectl's output: {e}"))
+        read.map(|_| ())
+            .map_err(|e| format!("reading kubectl's output: {e}"))
     }
 }
 

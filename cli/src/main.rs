@@ -3,9 +3,11 @@
 //!
 //! Exit codes: 0 done; 1 a `scan --fail-on` condition holds (the report is
 //! complete) or `render --check`/`--diff` finds a change; 2 an error: bad
-//! flags, invalid settings, an input that cannot be read or a document that
-//! does not parse (reported, the rest still processed), kubectl failing, an
-//! `end-stuck` command that failed.
+//! flags, invalid settings, an input that cannot be read, holds no
+//! Kubernetes object (unless `--allow-empty`) or has a document that does
+//! not parse (reported, the rest still processed), kubectl failing, an
+//! `end-stuck` command that failed. A reader that goes away (`| head`)
+//! changes none of them: what is left to write is dropped (`out`).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -14,8 +16,11 @@ use std::process::ExitCode;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use istio_job_sidecar_cli::config::Config;
 use istio_job_sidecar_cli::end::{self, Ender, Outcome};
-use istio_job_sidecar_cli::input::{read_objects, sources, Found, Source};
+use istio_job_sidecar_cli::input::{
+    nothing_to_read, read_objects, sources, Found, Held, Inputs, Source,
+};
 use istio_job_sidecar_cli::kubectl::{self, Kubectl};
+use istio_job_sidecar_cli::out::{self, UntilGone};
 use istio_job_sidecar_cli::render::{render_all, unified_diff, Renderer};
 use istio_job_sidecar_cli::report::{self, Style};
 use istio_job_sidecar_cli::scan::{Options, Scanner};
@@ -23,6 +28,32 @@ use istio_job_sidecar_cli::stuck::parse_rfc3339;
 
 const FAIL: u8 = 1;
 const ERROR: u8 = 2;
+
+/// The top-level help's closing lines: where to start, and a command of
+/// each kind.
+const EXAMPLES: &str = "\
+Start with `scan`: it reads the cluster (or your manifests), changes nothing, and says
+which Pods are stuck and what the policy would change.
+
+Examples:
+  # The Pods stuck now and what the policy would change, read-only
+  kubectl istio-job-sidecar scan
+
+  # A chart with the policy's edit, checked in CI (exit 1 if anything would change)
+  helm template ./chart | kubectl istio-job-sidecar render --check --policy policy.yaml
+
+  # The commands that end today's stuck Pods (--yes runs them)
+  kubectl istio-job-sidecar end-stuck";
+
+/// What `scan`, `render` and `end-stuck` give as a working command line
+/// when they have nothing to read, or no cluster.
+const SCAN_EXAMPLE: &str = "kubectl istio-job-sidecar scan deploy/";
+const RENDER_EXAMPLE: &str = "helm template ./chart | kubectl istio-job-sidecar render";
+const END_EXAMPLE: &str = "kubectl get pods -A -o json | kubectl istio-job-sidecar end-stuck -";
+const SCAN_OFFLINE: &str = "give files, directories or - for stdin, e.g. \
+    `kubectl istio-job-sidecar scan deploy/` or `helm template ./chart | kubectl istio-job-sidecar scan -`";
+const END_OFFLINE: &str = "give the Pods as `kubectl get pods -A -o json` prints them to print the \
+    commands, e.g. `kubectl istio-job-sidecar end-stuck pods.json` (running them needs the cluster)";
 
 #[derive(Parser)]
 #[command(
@@ -33,7 +64,8 @@ const ERROR: u8 = 2;
     long_about = "The Jobs stuck today because of the Istio sidecar, and what the istio-job-sidecar \
                   policy would change. Every answer is the policy's own: its code is linked into this tool.\n\n\
                   Exit codes: 0 done, 1 a scan --fail-on condition holds or render --check/--diff \
-                  finds a change, 2 an error."
+                  finds a change, 2 an error.",
+    after_help = EXAMPLES,
 )]
 struct Cli {
     #[command(subcommand)]
@@ -89,12 +121,33 @@ struct PolicyArgs {
 }
 
 #[derive(Args)]
+struct EmptyArgs {
+    /// An input with no Kubernetes object (empty, or only comments or text) is
+    /// fine: exit 0 instead of 2.
+    #[arg(long)]
+    allow_empty: bool,
+}
+
+impl EmptyArgs {
+    /// Err unless the inputs held a Kubernetes object or one was not needed.
+    fn check(&self, inputs: &Inputs, held: Held, example: &str) -> Result<(), String> {
+        if self.allow_empty || held.objects > 0 {
+            return Ok(());
+        }
+        let names: Vec<String> = inputs.sources.iter().map(Source::name).collect();
+        Err(nothing_to_read(&names, inputs.skipped.len(), held, example))
+    }
+}
+
+#[derive(Args)]
 struct ScanArgs {
     /// Files, directories or - (stdin); none: kubectl get jobs,cronjobs,pods -A -o json.
     #[arg(value_name = "INPUT")]
     inputs: Vec<PathBuf>,
     #[command(flatten)]
     policy: PolicyArgs,
+    #[command(flatten)]
+    empty: EmptyArgs,
     #[arg(short = 'o', long, value_enum, default_value = "table")]
     output: Output,
     /// Exit 1 when any Pod is stuck, any object would change or any answer warns
@@ -132,6 +185,8 @@ struct EndArgs {
     inputs: Vec<PathBuf>,
     #[command(flatten)]
     policy: PolicyArgs,
+    #[command(flatten)]
+    empty: EmptyArgs,
     /// Run the commands (without it they are only printed).
     #[arg(long)]
     yes: bool,
@@ -159,6 +214,8 @@ struct RenderArgs {
     inputs: Vec<PathBuf>,
     #[command(flatten)]
     policy: PolicyArgs,
+    #[command(flatten)]
+    empty: EmptyArgs,
     /// The namespace of objects that name none (helm install -n).
     #[arg(short = 'n', long, default_value = "default")]
     namespace: String,
@@ -207,7 +264,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e}");
+            out::err_line(format_args!("error: {e}"));
             ExitCode::from(ERROR)
         }
     }
@@ -239,6 +296,9 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
         keep_patches: args.output == Output::Json,
     };
     let mut scanner = Scanner::new(&config, options);
+    // What the files held: checked once they are read (a cluster's answer
+    // is one whatever it holds).
+    let mut from_files = None;
     if inputs.is_empty() {
         let kubectl = Kubectl::for_cluster(
             kubectl::find(),
@@ -246,6 +306,7 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
             &args.namespace,
             &args.request_timeout,
             args.cluster_timeout,
+            SCAN_OFFLINE,
         )?;
         let resources = "jobs,cronjobs,pods";
         scanner.scan.sources.push(kubectl.describe(resources));
@@ -260,22 +321,45 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
                 ..kubectl.clone()
             };
             if let Err(e) = all.get("namespaces", &mut |found| scanner.take(found)) {
-                eprintln!("warning: the namespaceSelector is not applied: {e}");
+                out::err_line(format_args!(
+                    "warning: the namespaceSelector is not applied: {e}"
+                ));
             }
         }
-    } else {
-        for source in sources(&inputs).map_err(|e| e.to_string())? {
-            scanner.scan.sources.push(source.name());
-            read_objects(&source, &mut |found| scanner.take(found)).map_err(|e| e.to_string())?;
+        // The kubelets that must not run Istio's native sidecar on a Job's
+        // Pod: read when the cluster lets them be (get and list on nodes).
+        let all = Kubectl {
+            namespace: None,
+            ..kubectl.clone()
+        };
+        if let Err(e) = all.get("nodes", &mut |found| scanner.take(found)) {
+            out::err_line(format_args!(
+                "warning: the Nodes' kubelets are not checked: {e}"
+            ));
         }
+    } else {
+        let inputs = read_inputs(&inputs)?;
+        let mut held = Held::default();
+        for source in &inputs.sources {
+            scanner.scan.sources.push(source.name());
+            held += read_objects(source, &mut |found| scanner.take(found))
+                .map_err(|e| e.to_string())?;
+        }
+        from_files = Some((inputs, held));
     }
     scanner.progress(true);
     let scan = scanner.scan;
-    for (at, why) in &scan.invalid {
-        eprintln!("error: {at}: {why}");
+    report_invalid(&scan.invalid);
+    if let Some((inputs, held)) = &from_files {
+        args.empty.check(inputs, *held, SCAN_EXAMPLE)?;
+    }
+    for node in &scan.nodes {
+        if let Some(why) = node.warning() {
+            out::err_line(format_args!("warning: {why}"));
+        }
     }
     let report = report::build(&scan, &config, now);
-    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut stdout = std::io::BufWriter::new(UntilGone::new(std::io::stdout().lock()));
     let text = match args.output {
         Output::Json => String::new(),
         Output::Markdown => report::markdown(&report),
@@ -298,7 +382,9 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
         }
         _ => stdout.write_all(text.as_bytes()),
     };
-    broken_pipe_is_fine(written.and_then(|()| stdout.flush()))?;
+    written
+        .and_then(|()| stdout.flush())
+        .map_err(|e| e.to_string())?;
     if !scan.invalid.is_empty() {
         return Ok(ERROR);
     }
@@ -311,12 +397,25 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
     Ok(if failed { FAIL } else { 0 })
 }
 
-/// Output cut short by the reader (`| head`) is no error.
-fn broken_pipe_is_fine(written: std::io::Result<()>) -> Result<(), String> {
-    match written {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
-        _ => Ok(()),
+/// Each document that could not be read, on stderr.
+fn report_invalid(invalid: &[(istio_job_sidecar_cli::input::Location, String)]) {
+    for (at, why) in invalid {
+        out::err_line(format_args!("error: {at}: {why}"));
     }
+}
+
+/// The sources the INPUT arguments name; what their directories hold and
+/// is not read is listed on stderr.
+fn read_inputs(args: &[PathBuf]) -> Result<Inputs, String> {
+    let inputs = sources(args).map_err(|e| e.to_string())?;
+    for skipped in &inputs.skipped {
+        out::err_line(format_args!(
+            "skipped: {} ({})",
+            skipped.path.display(),
+            skipped.why
+        ));
+    }
+    Ok(inputs)
 }
 
 /// No INPUT and something piped or redirected to stdin (`cat x.yaml |
@@ -350,27 +449,33 @@ fn stdin_is_data() -> bool {
 
 fn render(args: RenderArgs) -> Result<u8, String> {
     let config = config(&args.policy)?;
-    let sources = if args.inputs.is_empty() {
-        vec![Source::Stdin]
-    } else {
+    let inputs = if args.inputs.is_empty() {
+        Inputs {
+            sources: vec![Source::Stdin],
+            skipped: Vec::new(),
+        }
+    } else if args.quiet {
         sources(&args.inputs).map_err(|e| e.to_string())?
+    } else {
+        read_inputs(&args.inputs)?
     };
 
     let mut renderer = Renderer::new(&config, &args.namespace);
     let review = args.check || args.diff;
     renderer.keep_changes = review;
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = UntilGone::new(std::io::stdout().lock());
     let written = if review {
-        render_all(&mut renderer, &sources, &mut std::io::sink())
+        render_all(&mut renderer, &inputs.sources, &mut std::io::sink())
     } else {
-        render_all(&mut renderer, &sources, &mut stdout)
+        render_all(&mut renderer, &inputs.sources, &mut stdout)
     };
     for message in &renderer.messages {
         if !args.quiet || message.starts_with("error:") {
-            eprintln!("{message}");
+            out::err_line(message);
         }
     }
-    broken_pipe_is_fine(written)?;
+    written.map_err(|e| e.to_string())?;
+    args.empty.check(&inputs, renderer.held, RENDER_EXAMPLE)?;
     let r = &renderer.rendered;
     if review {
         let mut text = String::new();
@@ -390,16 +495,15 @@ fn render(args: RenderArgs) -> Result<u8, String> {
                 r.changed, r.objects
             ));
         }
-        broken_pipe_is_fine(
-            stdout
-                .write_all(text.as_bytes())
-                .and_then(|()| stdout.flush()),
-        )?;
+        stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(|e| e.to_string())?;
     } else if !args.quiet {
-        eprintln!(
+        out::err_line(format_args!(
             "render: {} of {} Jobs, CronJobs and Pods changed",
             r.changed, r.objects
-        );
+        ));
     }
     Ok(if r.invalid > 0 {
         ERROR
@@ -429,6 +533,7 @@ fn end_stuck(args: EndArgs) -> Result<u8, String> {
         Found::Invalid(at, why) => invalid.push(format!("{at}: {why}")),
     };
     let program = kubectl::find();
+    let mut from_files = None;
     if inputs.is_empty() {
         let kubectl = Kubectl::for_cluster(
             program.clone(),
@@ -436,15 +541,22 @@ fn end_stuck(args: EndArgs) -> Result<u8, String> {
             &args.namespace,
             &args.request_timeout,
             args.cluster_timeout,
+            END_OFFLINE,
         )?;
         kubectl.get("pods", &mut take)?;
     } else {
-        for source in sources(&inputs).map_err(|e| e.to_string())? {
-            read_objects(&source, &mut take).map_err(|e| e.to_string())?;
+        let inputs = read_inputs(&inputs)?;
+        let mut held = Held::default();
+        for source in &inputs.sources {
+            held += read_objects(source, &mut take).map_err(|e| e.to_string())?;
         }
+        from_files = Some((inputs, held));
     }
     for why in &invalid {
-        eprintln!("error: {why}");
+        out::err_line(format_args!("error: {why}"));
+    }
+    if let Some((inputs, held)) = &from_files {
+        args.empty.check(inputs, *held, END_EXAMPLE)?;
     }
     let ender = Ender {
         program: program.clone().unwrap_or_else(|| PathBuf::from("kubectl")),
@@ -454,21 +566,17 @@ fn end_stuck(args: EndArgs) -> Result<u8, String> {
         timeout: args.cluster_timeout,
     };
     if args.yes && program.is_none() {
-        return Err("--yes runs kubectl, and kubectl is not on PATH".into());
+        return Err(
+            "--yes runs kubectl, and kubectl is not on PATH: put it on PATH, or leave out \
+             --yes to print the commands, e.g. `kubectl istio-job-sidecar end-stuck pods.json`"
+                .into(),
+        );
     }
-    let mut out = String::new();
-    if found.is_empty() {
-        out.push_str(&format!("No Pod is stuck: none waits on {sidecar}.\n"));
-    } else {
-        out.push_str(&format!(
-            "{} stuck: its app containers ended while {sidecar} runs.\n",
-            match found.len() {
-                1 => "1 Pod is".to_owned(),
-                n => format!("{n} Pods are"),
-            }
-        ));
-    }
-    print!("{out}");
+    out::out(match found.len() {
+        0 => format!("No Pod is stuck: none waits on {sidecar}.\n"),
+        1 => format!("1 Pod is stuck: its app containers ended while {sidecar} runs.\n"),
+        n => format!("{n} Pods are stuck: their app containers ended while {sidecar} runs.\n"),
+    });
     let mut failed = 0;
     for target in &found {
         let head = format!(
@@ -478,17 +586,16 @@ fn end_stuck(args: EndArgs) -> Result<u8, String> {
             end::stuck_for(target)
         );
         match ender.command(target) {
-            Some(command) => println!("{head}:\n  {}", command.join(" ")),
-            None => println!("{head}:"),
+            Some(command) => out::out(format_args!("{head}:\n  {}\n", command.join(" "))),
+            None => out::out(format_args!("{head}:\n")),
         }
         let outcome = ender.end(target, args.yes);
         failed += usize::from(matches!(outcome, Outcome::Failed(_)));
-        println!("  {}", end::outcome_text(&outcome));
+        out::out(format_args!("  {}\n", end::outcome_text(&outcome)));
     }
     if !args.yes && !found.is_empty() {
-        println!("Nothing was run: --yes runs these commands (RBAC: create on pods/exec).");
+        out::out("Nothing was run: --yes runs these commands (RBAC: create on pods/exec).\n");
     }
-    let _ = std::io::stdout().flush();
     Ok(if failed > 0 || !invalid.is_empty() {
         ERROR
     } else {
@@ -504,21 +611,29 @@ fn completion(shell: Shell) -> Result<u8, String> {
         Shell::Fish => S::Fish,
     };
     let mut command = Cli::command();
+    // clap_complete panics when a write fails: the script is written whole
+    // first, then to a stdout whose reader may be gone.
+    let mut script = Vec::new();
     generate(
         shell,
         &mut command,
         "kubectl-istio_job_sidecar",
-        &mut std::io::stdout(),
+        &mut script,
     );
+    let mut stdout = UntilGone::new(std::io::stdout().lock());
+    stdout
+        .write_all(&script)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| e.to_string())?;
     Ok(0)
 }
 
 /// `--now`, or the clock.
 fn now(text: Option<&str>) -> Result<i64, String> {
     match text {
-        Some(text) => {
-            parse_rfc3339(text).ok_or_else(|| format!("--now {text:?}: not an RFC 3339 time"))
-        }
+        Some(text) => parse_rfc3339(text).ok_or_else(|| {
+            format!("--now {text:?}: not an RFC 3339 time; e.g. --now 2025-12-08T16:32:00Z")
+        }),
         None => Ok(std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_err(|e| e.to_string())?

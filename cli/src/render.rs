@@ -32,7 +32,8 @@ use serde_json::Value;
 use crate::config::{Config, Sent};
 use crate::evaluate::{evaluate, request, summary, At, Want};
 use crate::input::{
-    is_list, skip_bom, sniff, Format, Location, RawDocument, Source, YamlDocuments,
+    is_kubernetes, is_list, skip_bom, sniff, Format, Held, Location, RawDocument, Source,
+    YamlDocuments,
 };
 use crate::yaml::{self, Place, Replacement};
 
@@ -68,6 +69,8 @@ pub struct Renderer<'c> {
     /// Every change, when kept (`--diff`, `--check`).
     pub changes: Vec<Change>,
     pub keep_changes: bool,
+    /// What the input held, of any kind.
+    pub held: Held,
     /// Namespace labels from the Namespace documents seen so far.
     namespaces: std::collections::BTreeMap<String, serde_json::Map<String, Value>>,
 }
@@ -112,6 +115,7 @@ impl<'c> Renderer<'c> {
             rendered: Rendered::default(),
             changes: Vec::new(),
             keep_changes: false,
+            held: Held::default(),
             namespaces: Default::default(),
         }
     }
@@ -146,6 +150,7 @@ impl<'c> Renderer<'c> {
                 let mut first = true;
                 for document in YamlDocuments::new(reader) {
                     let mut document = document?;
+                    self.held.bytes += document.bytes.len() as u64;
                     if first && join == Join::Next {
                         separate(&mut document.bytes, out)?;
                     }
@@ -158,6 +163,7 @@ impl<'c> Renderer<'c> {
                 let bom = skip_bom(&mut reader)?;
                 let mut text = String::new();
                 reader.read_to_string(&mut text)?;
+                self.held.bytes += text.len() as u64 + if bom { 3 } else { 0 };
                 if join != Join::Alone {
                     if out.last.is_some_and(|b| b != b'\n') {
                         out.write_all(b"\n")?;
@@ -181,6 +187,7 @@ impl<'c> Renderer<'c> {
         if document.index == 0 {
             return out.write_all(&document.bytes);
         }
+        self.held.documents += 1;
         let at = Location {
             source: name.into(),
             document: document.index,
@@ -202,14 +209,19 @@ impl<'c> Renderer<'c> {
                     return out.write_all(&document.bytes);
                 }
                 Ok(shape) if shape.list && !shape.anchors => {
+                    self.held.objects += 1;
                     return self.yaml_list(document, text, &at, out);
                 }
                 Ok(_) => {}
             }
         }
         let (root, value) = match document.parse() {
+            Ok(Some((_, Value::Null)) | None) => {
+                // Only a `---` and comments: no document to count.
+                self.held.documents -= 1;
+                return out.write_all(&document.bytes);
+            }
             Ok(Some(parsed)) => parsed,
-            Ok(None) => return out.write_all(&document.bytes),
             Err((line, why)) => {
                 self.invalid(Location { line, ..at }, &why);
                 return out.write_all(&document.bytes);
@@ -316,6 +328,7 @@ impl<'c> Renderer<'c> {
         let mut written = 0;
         let mut lines = Lines::new(text);
         for (index, next) in values.enumerate() {
+            self.held.documents += 1;
             let at = Location {
                 source: name.into(),
                 document: index + 1,
@@ -334,7 +347,11 @@ impl<'c> Renderer<'c> {
             };
             // A List (or an array) gives its items, each read on its own.
             let items = match serde_json::from_str::<Top>(raw.get()) {
-                Ok(Top::List(items)) => items,
+                Ok(Top::List(items)) => {
+                    self.held.objects += 1;
+                    items
+                }
+                Ok(Top::Array(items)) => items,
                 Ok(Top::Object) => vec![raw],
                 Err(_) => Vec::new(),
             };
@@ -399,6 +416,7 @@ impl<'c> Renderer<'c> {
     /// each item) applied, or `None` when nothing changes.
     fn edit(&mut self, document: &Value, at: &Location) -> Option<Value> {
         if is_list(document) {
+            self.held.objects += 1;
             let mut edited = document.clone();
             let mut changed = false;
             for (i, item) in document["items"].as_array()?.iter().enumerate() {
@@ -417,6 +435,7 @@ impl<'c> Renderer<'c> {
     }
 
     fn object(&mut self, object: &Value, at: &Location) -> Option<Value> {
+        self.held.objects += usize::from(is_kubernetes(object));
         let api_version = object["apiVersion"].as_str().unwrap_or_default();
         let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
         let kind_name = object["kind"].as_str()?;
@@ -496,7 +515,6 @@ impl<'c> Renderer<'c> {
         }
         self.rendered.changed += 1;
         let summary = summary(&evaluation);
-        self.messages.push(format!("{who}: {summary}"));
         if self.keep_changes {
             self.changes.push(Change {
                 who,
@@ -506,6 +524,9 @@ impl<'c> Renderer<'c> {
                 after: String::new(),
                 line: 0,
             });
+        } else {
+            // `--check` and `--diff` name each change on stdout: once.
+            self.messages.push(format!("{who}: {summary}"));
         }
         Some(admitted)
     }
@@ -580,9 +601,11 @@ impl<'t> Lines<'t> {
     }
 }
 
-/// A top-level JSON value: a `List` (or an array) and its items, unparsed.
+/// A top-level JSON value: a `List` and its items, unparsed; an array's
+/// items (none for a scalar); or one object.
 enum Top<'a> {
     List(Vec<&'a RawValue>),
+    Array(Vec<&'a RawValue>),
     Object,
 }
 
@@ -617,25 +640,25 @@ impl<'de: 'a, 'a> Deserialize<'de> for Top<'a> {
                 while let Some(item) = seq.next_element::<&'a RawValue>()? {
                     items.push(item);
                 }
-                Ok(Top::List(items))
+                Ok(Top::Array(items))
             }
             fn visit_str<E>(self, _: &str) -> Result<Top<'a>, E> {
-                Ok(Top::List(Vec::new()))
+                Ok(Top::Array(Vec::new()))
             }
             fn visit_bool<E>(self, _: bool) -> Result<Top<'a>, E> {
-                Ok(Top::List(Vec::new()))
+                Ok(Top::Array(Vec::new()))
             }
             fn visit_i64<E>(self, _: i64) -> Result<Top<'a>, E> {
-                Ok(Top::List(Vec::new()))
+                Ok(Top::Array(Vec::new()))
             }
             fn visit_u64<E>(self, _: u64) -> Result<Top<'a>, E> {
-                Ok(Top::List(Vec::new()))
+                Ok(Top::Array(Vec::new()))
             }
             fn visit_f64<E>(self, _: f64) -> Result<Top<'a>, E> {
-                Ok(Top::List(Vec::new()))
+                Ok(Top::Array(Vec::new()))
             }
             fn visit_unit<E>(self) -> Result<Top<'a>, E> {
-                Ok(Top::List(Vec::new()))
+                Ok(Top::Array(Vec::new()))
             }
         }
         d.deserialize_any(V(std::marker::PhantomData))

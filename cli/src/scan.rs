@@ -60,6 +60,8 @@ pub struct Scan {
     pub sources: Vec<String>,
     /// Jobs, CronJobs and Pods of other namespaces than `-n`'s, left out.
     pub outside_namespace: usize,
+    /// The Nodes of the input, whose kubelets `nodes` warns about.
+    pub nodes: Vec<crate::nodes::NodeSeen>,
 }
 
 /// What a scan needs besides the settings.
@@ -122,11 +124,11 @@ impl<'c> Scanner<'c> {
         }
         if done {
             if self.last_progress.is_some() {
-                eprintln!(
+                crate::out::err_line(format_args!(
                     "\rscan: {} objects read in {:.1} s          ",
                     self.read,
                     now.duration_since(self.started).as_secs_f64()
-                );
+                ));
             }
             return;
         }
@@ -137,7 +139,7 @@ impl<'c> Scanner<'c> {
             return;
         }
         self.last_progress = Some(now);
-        eprint!("\rscan: {} objects read...", self.read);
+        crate::out::err(format_args!("\rscan: {} objects read...", self.read));
     }
 
     fn object(&mut self, object: Value, at: Location) {
@@ -154,6 +156,11 @@ impl<'c> Scanner<'c> {
                 self.scan.namespaces.insert(name.to_owned(), labels);
             }
             *self.scan.other_kinds.entry("Namespace".into()).or_default() += 1;
+            return;
+        }
+        if group.is_empty() && kind_name == "Node" {
+            self.scan.nodes.push(crate::nodes::NodeSeen::of(&object));
+            *self.scan.other_kinds.entry("Node".into()).or_default() += 1;
             return;
         }
         let Some(kind) = Kind::from_group_kind(group, kind_name) else {

@@ -41,7 +41,7 @@ pub struct Stuck {
 pub const STATUS_PORT: u16 = 15020;
 
 /// The command that ends a stuck Pod now: its pilot-agent asked to quit,
-/// through `kubectl exec` in the sidecar (as the README says).
+/// through `kubectl exec` in the sidecar (as docs/troubleshooting.md says).
 pub fn quit_command(namespace: &str, pod: &str, sidecar: &str, port: u16) -> Vec<String> {
     [
         "kubectl",

@@ -362,28 +362,6 @@ fn job_in(namespace: &str) -> Value {
 
 // ----------------------------------------------------------------- render
 
-/// `helm template` output: each manifest after `---` and a `# Source:` line.
-fn helm_stream() -> String {
-    let mut stream = String::new();
-    for name in [
-        "cronjob-report.yaml",
-        "deployment-web.yaml",
-        "job-no-command.yaml",
-        "job-pi.yaml",
-        "pod-once.yaml",
-        "pod-web.yaml",
-    ] {
-        let text = std::fs::read_to_string(data(&format!("manifests/{name}"))).unwrap();
-        let body: String = text
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        stream.push_str(&format!("---\n# Source: batch/templates/{name}\n{body}"));
-    }
-    stream
-}
-
 fn documents(text: &str) -> Vec<String> {
     istio_job_sidecar_cli::input::YamlDocuments::new(text.as_bytes())
         .map(|d| String::from_utf8(d.unwrap().bytes).unwrap())
@@ -530,7 +508,14 @@ fn render_keeps_key_order_and_fails_on_a_broken_document() {
         "{}",
         stderr(&out)
     );
+    // Nothing at all is no chart: Helm fails the install (a helm template
+    // that failed upstream), unless an empty input is allowed.
     let empty = run_with_stdin(&["render"], b"");
+    assert_eq!(
+        (empty.status.code(), stdout(&empty)),
+        (Some(2), String::new())
+    );
+    let empty = run_with_stdin(&["render", "--allow-empty"], b"");
     assert_eq!(
         (empty.status.code(), stdout(&empty)),
         (Some(0), String::new())

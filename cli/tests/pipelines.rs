@@ -490,7 +490,7 @@ fn no_input_and_no_kubectl_says_what_to_give() {
         assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
         assert!(
             stderr.contains(
-                "no INPUT given and kubectl is not on PATH: give files, directories or - for stdin"
+                "no INPUT given and kubectl is not on PATH: put kubectl on PATH to read the cluster, or give "
             ),
             "{command}: {stderr}"
         );

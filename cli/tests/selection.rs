@@ -4,6 +4,10 @@
 //! `test_data/selection/`: the same tables the Python harness checks against
 //! its model of the API server (`harness/checks.py`, `check_table`), so the
 //! two cannot disagree on a row.
+//!
+//! The requests are written here, from the API server's source, not by
+//! kube-model's builder (`kube_model::admission::request`): the tool's
+//! decision is judged on requests it had no hand in.
 
 use istio_job_sidecar_cli::config::{Config, Sent};
 use serde_json::{json, Map, Value};
@@ -73,9 +77,80 @@ fn request(row: &Value) -> Value {
         other => panic!("unknown kind {other}"),
     };
     let old = (operation == "UPDATE").then_some(&object);
-    let mut request = kube_model::admission::request(operation, &object, old, namespace);
-    if let Some(sub) = row["subResource"].as_str() {
+    admission_request(
+        operation,
+        &object,
+        old,
+        namespace,
+        row["subResource"].as_str(),
+    )
+}
+
+/// The REST mapping of the kinds the tables name, as the API server serves
+/// them (Kubernetes 1.33, `kubectl api-resources`): (kind, group, version,
+/// resource).
+const RESOURCES: [(&str, &str, &str, &str); 4] = [
+    ("Pod", "", "v1", "pods"),
+    ("Job", "batch", "v1", "jobs"),
+    ("CronJob", "batch", "v1", "cronjobs"),
+    ("Deployment", "apps", "v1", "deployments"),
+];
+
+/// `admission/v1.AdmissionRequest` as the API server fills it for a
+/// user's request (k8s.io/apiserver
+/// `pkg/admission/plugin/webhook/request/admissionreview.go`,
+/// `CreateV1AdmissionReview`): `kind`/`resource` of the object's REST
+/// mapping, the same as `requestKind`/`requestResource` when nothing is
+/// converted; the request's `subResource`, `name` and `namespace`; the
+/// caller (the cluster's admin); `object` and `oldObject` as the operation
+/// carries them; `dryRun`; the operation's options.
+fn admission_request(
+    operation: &str,
+    object: &Value,
+    old: Option<&Value>,
+    namespace: &str,
+    sub_resource: Option<&str>,
+) -> Value {
+    let kind = object["kind"].as_str().expect("a kind");
+    let (_, group, version, resource) = RESOURCES
+        .iter()
+        .find(|(k, ..)| *k == kind)
+        .unwrap_or_else(|| panic!("no REST mapping for {kind} in RESOURCES"));
+    let gvk = json!({"group": group, "version": version, "kind": kind});
+    let gvr = json!({"group": group, "version": version, "resource": resource});
+    let (sent, old_sent) = match operation {
+        "CREATE" | "UPDATE" => (Some(object), old),
+        "DELETE" => (None, Some(old.unwrap_or(object))),
+        _ => (None, None),
+    };
+    let mut request = json!({
+        "uid": "00000000-0000-4000-8000-000000000001",
+        "kind": gvk,
+        "resource": gvr,
+        "requestKind": gvk,
+        "requestResource": gvr,
+        "name": object["metadata"]["name"],
+        "namespace": namespace,
+        "operation": operation,
+        "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]},
+        "object": sent,
+        "dryRun": false,
+    });
+    if let Some(old) = old_sent {
+        request["oldObject"] = old.clone();
+    }
+    if let Some(sub) = sub_resource {
         request["subResource"] = sub.into();
+        request["requestSubResource"] = sub.into();
+    }
+    let options = match operation {
+        "CREATE" => Some("CreateOptions"),
+        "UPDATE" => Some("UpdateOptions"),
+        "DELETE" => Some("DeleteOptions"),
+        _ => None,
+    };
+    if let Some(options) = options {
+        request["options"] = json!({"kind": options, "apiVersion": "meta.k8s.io/v1"});
     }
     request
 }

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use istio_job_sidecar_policy::decide::Skip;
 use istio_job_sidecar_policy::names::Kind;
 use istio_job_sidecar_policy::policy::Verdict;
+use istio_job_sidecar_policy::settings::Mode;
 use serde_json::{json, Value};
 
 use crate::config::{Config, Sent};
@@ -264,6 +265,11 @@ impl Report<'_> {
         if let Some(first) = unknown.iter().find(|w| !w.contains("namespaceSelector")) {
             notes.push(format!("{first}: shown as sent"));
         }
+        let wraps = self.config.parsed.mode == Mode::QuitEndpoint
+            && self.views.iter().any(|v| v.listed() && v.changes);
+        if self.config.policy.is_none() && wraps {
+            notes.push(QUIT_WITHOUT_POLICY.to_owned());
+        }
         notes
     }
 
@@ -276,6 +282,14 @@ impl Report<'_> {
         }
     }
 }
+
+/// Without a manifest every namespace counts as selected; the manifests
+/// shipped for quitEndpoint select far fewer, so the report points to them.
+const QUIT_WITHOUT_POLICY: &str = "quitEndpoint without --policy: every namespace counts as \
+    selected, while the shipped quitEndpoint policies select only namespaces labelled \
+    istio-injection=enabled (examples/quit-endpoint.yaml) and, elsewhere, only Pods labelled \
+    sidecar.istio.io/inject=true or istio.io/rev (examples/quit-endpoint-labelled-pods.yaml): \
+    give the manifest you apply, e.g. --policy examples/quit-endpoint.yaml";
 
 pub(super) fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })

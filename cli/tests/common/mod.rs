@@ -43,6 +43,28 @@ pub fn run_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// `helm template` output: each manifest after `---` and a `# Source:` line.
+pub fn helm_stream() -> String {
+    let mut stream = String::new();
+    for name in [
+        "cronjob-report.yaml",
+        "deployment-web.yaml",
+        "job-no-command.yaml",
+        "job-pi.yaml",
+        "pod-once.yaml",
+        "pod-web.yaml",
+    ] {
+        let text = std::fs::read_to_string(data(&format!("manifests/{name}"))).unwrap();
+        let body: String = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        stream.push_str(&format!("---\n# Source: batch/templates/{name}\n{body}"));
+    }
+    stream
+}
+
 pub fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).expect("UTF-8 output")
 }
