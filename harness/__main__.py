@@ -17,7 +17,7 @@ The pieces for scripts (server.bats, webhooks.bats, a load benchmark):
 Names follow the controller release $CONTROLLER_RELEASE (default: the
 newest form, kw.cap.<name>; 1.37.1 and older: clusterwide-<name>).
 The checks (each prints a line per item, exits 1 on any failure):
-  case-policies, check-cases, check-example, check-bad-settings,
+  case-policies, check-cases, check-example, check-nodes, check-bad-settings,
   check-continue-on-errors, check-webhooks, check-table, check-schemas
 """
 import argparse
@@ -85,6 +85,17 @@ def main(argv=None):
     p.add_argument("--kwctl", default="kwctl")
     p.add_argument("--local-module", required=True)
     p.add_argument("--request", action="append", required=True)
+
+    p = sub.add_parser("check-nodes", help="examples/native-sidecar-node-check.yaml on one policy-server whose "
+                       "Kubernetes API serves the Node lists of --nodes in turn, against kwctl's replay of each")
+    p.add_argument("--registry-module", required=True)
+    p.add_argument("--insecure-source", required=True)
+    p.add_argument("--workdir", required=True)
+    p.add_argument("--kwctl", default="kwctl")
+    p.add_argument("--local-module", required=True)
+    p.add_argument("--nodes", default="test_data/nodes")
+    p.add_argument("--unauthorized-seconds", type=float, default=0.0,
+                   help="first, listing Nodes forbidden (403) this long: no answer may come")
 
     p = sub.add_parser("check-bad-settings", help="policy-server refuses to start on each settings file")
     p.add_argument("files", nargs="+")
@@ -163,6 +174,9 @@ def main(argv=None):
     elif args.command == "check-example":
         failures = checks.check_example(args.example, args.registry_module, args.insecure_source, args.workdir,
                                         args.kwctl, args.local_module, args.request)
+    elif args.command == "check-nodes":
+        failures = checks.check_nodes(args.registry_module, args.insecure_source, args.workdir, args.kwctl,
+                                      args.local_module, args.nodes, unauthorized_seconds=args.unauthorized_seconds)
     elif args.command == "check-bad-settings":
         failures = checks.check_bad_settings(args.files, args.module, args.workdir)
     elif args.command == "check-continue-on-errors":

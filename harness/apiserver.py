@@ -113,15 +113,40 @@ def _resource_listed(resource, sub, allowed):
     return False
 
 
-def rule_matches(rule, request):
+# The resource of Namespace objects (k8s.io/apiserver, plugin/webhook/
+# predicates/rules/rules.go: namespaceResource, v1 "namespaces" of the core
+# group). The API server sets a Namespace request's namespace to the
+# Namespace's own name, yet the object is cluster-scoped.
+NAMESPACE_RESOURCE = {"group": "", "version": "v1", "resource": "namespaces"}
+
+
+def _scope_matches(scope, request):
+    """rules.go, Matcher.scope: "Namespaced" takes a request in a namespace
+    that is not about a Namespace object, "Cluster" one outside any
+    namespace or about a Namespace object, "*" (the default) both."""
     resource = request["resource"]
-    scope = rule.get("scope", "*")
+    is_namespace = {k: resource.get(k, "") for k in NAMESPACE_RESOURCE} == NAMESPACE_RESOURCE
     namespaced = bool(request.get("namespace"))
+    if scope == "Namespaced":
+        return namespaced and not is_namespace
+    if scope == "Cluster":
+        return is_namespace or not namespaced
+    return True
+
+
+def rule_matches(rule, request):
+    """rules.go, Matcher.Matches: operation, group, version, resource with
+    subresource, then scope. The request's resource is the one the webhook
+    is called for: under matchPolicy Equivalent the API server converts a
+    request for an equivalent resource to one a rule names (the policy's
+    resources, pods and batch/v1 jobs and cronjobs, are served in one
+    version each since Kubernetes 1.25, so here the two policies agree)."""
+    resource = request["resource"]
     return (_listed(request["operation"], rule.get("operations", []))
             and _listed(resource.get("group", ""), rule.get("apiGroups", []))
             and _listed(resource["version"], rule.get("apiVersions", []))
             and _resource_listed(resource["resource"], request.get("subResource", ""), rule.get("resources", []))
-            and (scope == "*" or scope == ("Namespaced" if namespaced else "Cluster")))
+            and _scope_matches(rule.get("scope", "*"), request))
 
 
 # --- matchConditions (CEL) ----------------------------------------------------

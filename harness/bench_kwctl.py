@@ -12,7 +12,10 @@ For every case the policy and both SDK floors are benched once per round, in
 a module order that rotates from round to round; after all rounds the lowest
 median of each (case, module) is kept. A mutation is compared to floor (c)
 (floors/sdk-mutate: parse, add one annotation, return the object), a skip to
-floor (b) (floors/sdk-parse: parse, accept).
+floor (b) (floors/sdk-parse: parse, accept). With `--release`, the module
+of the last release (runner/bench/) is benched in the same rounds and its
+ratio to the same floor printed beside the policy's: a policy ratio above
+the release's is a regression.
 
 It is a measurement tool, not a test: it exits 0 when every run worked,
 whatever the ratios, and nonzero when kwctl is missing or a run fails.
@@ -122,6 +125,7 @@ def main():
     parser.add_argument("--policy", default="policy.wasm")
     parser.add_argument("--floor-sdk-parse", default="target/wasm32-wasip1/release/floor_sdk_parse.wasm")
     parser.add_argument("--floor-sdk-mutate", default="target/wasm32-wasip1/release/floor_sdk_mutate.wasm")
+    parser.add_argument("--release", help="the last release's module, measured beside the policy")
     parser.add_argument("--rounds", type=int, default=3)
     # kwctl takes whole seconds; both apply to validate_settings too, which kwctl benches first.
     parser.add_argument("--warm-up-time", type=int, default=1, help="whole seconds, per kwctl bench run")
@@ -138,6 +142,8 @@ def main():
         "sdk-mutate": options.floor_sdk_mutate,
         "sdk-parse": options.floor_sdk_parse,
     }
+    if options.release:
+        modules["release"] = options.release
     for path in modules.values():
         if not os.path.isfile(path):
             fail(f"{path} is missing (make policy.wasm floors)")
@@ -175,7 +181,8 @@ def main():
     print("times: lowest median over the rounds of kwctl bench's `validate`, in microseconds; "
           "ratio = policy / its floor; per round = that ratio in each round")
     header = (f"{'case':<34} {'route':<8} {'policy did':<10} {'policy':>9} {'floor c':>9} "
-              f"{'floor b':>9} {'floor':<10} {'ratio':>6} {'per round':>11} {'target':>6}      {'vs b':>6}")
+              f"{'floor b':>9} {'floor':<10} {'ratio':>6} {'per round':>11} {'target':>6}      {'vs b':>6}"
+              + (f" | {'release':>9} {'ratio':>6}" if "release" in modules else ""))
     print(header)
     over = 0
     for case in cases:
@@ -186,9 +193,11 @@ def main():
         per_round = [p / f for p, f in zip(medians[(n, "policy")], medians[(n, floor)])]
         verdict = "ok" if ratio <= case["target"] else "OVER"
         over += verdict == "OVER"
+        release = (f" | {best['release']:9.1f} {best['release'] / best[floor]:5.2f}x"
+                   if "release" in modules else "")
         print(f"{n:<34} {case['route']:<8} {did[n]:<10} {best['policy']:9.1f} {best['sdk-mutate']:9.1f} "
               f"{best['sdk-parse']:9.1f} {floor:<10} {ratio:5.2f}x {min(per_round):5.2f}-{max(per_round):4.2f}x "
-              f"{case['target']:5.1f}x {verdict:<4} {best['policy'] / best['sdk-parse']:5.2f}x")
+              f"{case['target']:5.1f}x {verdict:<4} {best['policy'] / best['sdk-parse']:5.2f}x{release}")
     print(f"\n{len(cases) - over} of {len(cases)} rows within target; "
           f"{(time.monotonic() - started) / 60:.1f} min; load average at end: "
           f"{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")

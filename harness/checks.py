@@ -10,6 +10,8 @@ import glob
 import json
 import os
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import yaml
@@ -191,10 +193,10 @@ def sent_variant(webhook, request):
     raise ValueError("the webhook sends neither the request nor its labelled variant: %s" % why)
 
 
-def kwctl_response(kwctl, request, settings, module, sources=None, workdir="."):
-    path = Path(workdir) / "kwctl-request.json"
+def kwctl_response(kwctl, request, settings, module, sources=None, workdir=".", extra=(), name="kwctl-request.json"):
+    path = Path(workdir) / name
     path.write_text(json.dumps(request))
-    cmd = [kwctl, "run", "--request-path", str(path), "--settings-json", json.dumps(settings or {})]
+    cmd = [kwctl, "run", "--request-path", str(path), "--settings-json", json.dumps(settings or {}), *extra]
     if sources:
         cmd += ["--sources-path", str(sources)]
     out = subprocess.run(cmd + [module], capture_output=True, text=True, env=dict(os.environ, RUST_BACKTRACE="0"))
@@ -202,6 +204,15 @@ def kwctl_response(kwctl, request, settings, module, sources=None, workdir="."):
     if out.returncode != 0 or not lines:
         raise RuntimeError("kwctl run failed (%d): %s%s" % (out.returncode, out.stdout, out.stderr))
     return json.loads(lines[-1])
+
+
+def same_answer(got, want):
+    """How policy-server's answer `got` differs from kwctl run's `want`."""
+    problems = ["%s %r, kwctl run %r" % (key, got.get(key), want.get(key))
+                for key in ("allowed", "patchType", "patch") if got.get(key) != want.get(key)]
+    if (got.get("warnings") or []) != (want.get("warnings") or []):
+        problems.append("warnings %s, kwctl run %s" % (got.get("warnings"), want.get("warnings")))
+    return problems
 
 
 def check_example(example, registry_module, insecure_source, workdir, kwctl, local_module, requests):
@@ -231,12 +242,7 @@ def check_example(example, registry_module, insecure_source, workdir, kwctl, loc
                 if not problems:
                     want = kwctl_response(kwctl, request, policy["spec"].get("settings"), local_module,
                                           workdir=server.dir)
-                    got = body["response"]
-                    for key in ("allowed", "patchType", "patch"):
-                        if got.get(key) != want.get(key):
-                            problems.append("%s %r, kwctl run %r" % (key, got.get(key), want.get(key)))
-                    if (got.get("warnings") or []) != (want.get("warnings") or []):
-                        problems.append("warnings %s, kwctl run %s" % (got.get("warnings"), want.get("warnings")))
+                    problems += same_answer(body["response"], want)
                 print("%s %s %s on %s %s (namespace labels %s): %s" % (
                     "ok  " if not problems else "FAIL", example, mwc["metadata"]["name"],
                     request["kind"]["kind"], Path(request_file).parent.name, labels,
@@ -246,6 +252,252 @@ def check_example(example, registry_module, insecure_source, workdir, kwctl, loc
     finally:
         server.stop()
     return failures
+
+
+# --- nodeVersionCheck: the Nodes served by an API server ----------------------------
+
+NODE_EXAMPLE = ROOT / "examples" / "native-sidecar-node-check.yaml"
+
+# (Node list of test_data/nodes/, request case, the Pod's spec.nodeName,
+# what the answer must be besides kwctl's). In this order, on one
+# policy-server: the Node list changes between steps as a cluster's does,
+# by watch events.
+NATIVE = '"sidecar.istio.io/nativeSidecar":"true"'
+NODE_STEPS = [
+    ("all-1.33", "job-create-native", None, "native"),
+    ("all-1.33", "pod-never-native", None, "native"),
+    # a node pool of kubelet 1.32 joins
+    ("one-1.32", "job-create-native", None, "fallback"),
+    ("one-1.32", "pod-never-native", None, "fallback"),
+    # Istio's rule: a Pod that names its Node is that Node's alone
+    ("one-1.32", "pod-never-native", "pool-a-1", "native"),
+    ("one-1.32", "pod-never-native", "pool-old-1", "fallback"),
+    # the old pool drained and deleted
+    ("all-1.33", "job-create-native", None, "native"),
+]
+OLD_NODE_WARNING = "node pool-old-1 runs kubelet v1.32.9 (< 1.33); used quitEndpoint"
+
+
+def node_step_problems(want, response):
+    """What the answer must be whatever kwctl says: the native form with no
+    warning, or the fallback (quitEndpoint) naming the old Node."""
+    patch = json.dumps(decoded_patch(response), separators=(",", ":")) if response.get("patch") else ""
+    warnings = response.get("warnings") or []
+    if want == "native":
+        ok = NATIVE in patch and not warnings
+    else:
+        ok = "istio-job-sidecar-quit" in patch and NATIVE not in patch and \
+            any(OLD_NODE_WARNING in w for w in warnings)
+    return [] if ok else ["not the %s answer: warnings %s, patch %s" % (want, warnings, patch or None)]
+
+
+def step_request(case, node_name):
+    request = apiserver.admission_request(load_json(ROOT / "test_data" / "cases" / case / "request.json"))
+    if node_name:
+        request["object"]["spec"]["nodeName"] = node_name
+    return request
+
+
+def check_nodes(registry_module, insecure_source, workdir, kwctl, local_module, nodes_dir, example=NODE_EXAMPLE,
+                unauthorized_seconds=0.0, settle_seconds=10.0):
+    """examples/native-sidecar-node-check.yaml on one policy-server whose
+    Kubernetes API (harness/kube_api.py, named by a kubeconfig) serves the
+    Node lists of `nodes_dir` in turn (NODE_STEPS): each answer as
+    `kwctl run --replay-host-capabilities-interactions` of the same list
+    gives it. With `unauthorized_seconds`, the API server first answers 403
+    to listing Nodes (a service account without the RBAC grant): no answer
+    may come in that time; then the grant is given (`forbidden_phase`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from . import kube_api
+    from .policy_server import make_tls, post_json
+
+    failures = []
+    work = Path(workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    policies = controller.load(example)
+    policy = policies[0]
+    settings = policy["spec"].get("settings")
+    lists = {name: kube_api.recorded_nodes(Path(nodes_dir) / ("%s.yml" % name)) for name in {s[0] for s in NODE_STEPS}}
+    mwc = controller.webhook_configuration(policy)
+    webhook = apiserver.Webhook(mwc["webhooks"][0])
+    url_path = apiserver.webhook_url("", mwc["webhooks"][0])
+    sent = {}
+    for _nodes, case, node_name, _ in NODE_STEPS:
+        sent[(case, node_name)] = sent_variant(webhook, step_request(case, node_name))
+
+    def replay(key):
+        nodes, case, node_name = key
+        request = sent[(case, node_name or None)][0]
+        return kwctl_response(kwctl, request, settings, local_module, workdir=work,
+                              extra=["--allow-context-aware", "--replay-host-capabilities-interactions",
+                                     str(Path(nodes_dir) / ("%s.yml" % nodes))],
+                              name="kwctl-%s-%s-%s.json" % key)
+
+    began = time.monotonic()
+    keys = sorted({(n, c, node_name or "") for n, c, node_name, _ in NODE_STEPS})
+    pool = ThreadPoolExecutor(max_workers=2)
+    replays = {k: pool.submit(replay, k) for k in keys}
+
+    ca, crt, key = make_tls(work / "kube-api-tls", common_name="kubernetes.default.svc")
+    first = NODE_STEPS[0][0]
+    api = kube_api.KubeAPI(crt, key, *lists[first], forbid=("list", "watch") if unauthorized_seconds else ())
+    api.start()
+    config = kube_api.kubeconfig(api.url, ca, api.token, work / "kubeconfig")
+    server = PolicyServer(work / "policy-server", controller.policies_yml(policies, module=registry_module),
+                          insecure_sources=[insecure_source], kubeconfig=config)
+    try:
+        try:
+            server.start()
+        except StartFailed as e:
+            return ["%s: %s\n%s" % (example, e, e.log)]
+        print("policy-server %s ready after %.1f s, KUBECONFIG %s: the API server at %s"
+              % (server.base_url, time.monotonic() - began, config, api.url))
+
+        def post(request, timeout=30):
+            return post_json(server.base_url + url_path, apiserver.admission_review(request), server.cafile,
+                             timeout=timeout)
+
+        if unauthorized_seconds:
+            failures += forbidden_phase(api, post, sent[("job-create-native", None)][0],
+                                        replays[(first, "job-create-native", "")], unauthorized_seconds,
+                                        settle_seconds)
+
+        current, waited_for_kwctl, changed_at = first, False, None
+        for nodes, case, node_name, want_kind in NODE_STEPS:
+            request = sent[(case, node_name)][0]
+            want = replays[(nodes, case, node_name or "")].result()
+            if not waited_for_kwctl:
+                waited_for_kwctl = [f.result() for f in replays.values()]
+                print("     kwctl's replays done after %.1f s" % (time.monotonic() - began))
+            waited = 0.0
+            if nodes != current:
+                if changed_at is None:
+                    changed_at = len(api.requests)
+                events = api.set_nodes(lists[nodes][0])
+                current = nodes
+                # The reflector applies watch events as they come: the
+                # answer follows within a moment, not at once.
+                deadline = time.monotonic() + settle_seconds
+                start = time.monotonic()
+                while True:
+                    status, body = post(request)
+                    got = (body.get("response") or {}) if status == 200 else {}
+                    if not same_answer(got, want) or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.05)
+                waited = time.monotonic() - start
+                print("     Nodes now %s: %s over the watch" % (nodes, ", ".join(
+                    "%s %s" % (kind, obj["metadata"]["name"]) for _, kind, obj in events)))
+            status, body = post(request)
+            problems = response_problems(request, status, body)
+            if not problems:
+                got = body["response"]
+                problems = same_answer(got, want) + node_step_problems(want_kind, got)
+            print("%s %s %s%s on Nodes %s: %s%s" % (
+                "ok  " if not problems else "FAIL", request["kind"]["kind"], case,
+                " (spec.nodeName %s)" % node_name if node_name else "", nodes, want_kind,
+                ", kwctl's %.2f s after the change" % waited if waited else ""))
+            failures += ["%s %s%s on Nodes %s: %s" % (
+                case, request["kind"]["kind"], " (spec.nodeName %s)" % node_name if node_name else "", nodes, p)
+                for p in problems]
+        failures += api_call_problems(api.requests, lists[first][1], changed_at)
+        failures += ["the fake API server failed: %s" % e for e in api.errors]
+        print("     %.1f s in all" % (time.monotonic() - began))
+    finally:
+        server.stop()
+        api.stop()
+        pool.shutdown(wait=True)
+    return failures
+
+
+INTERRUPTED = "Policy execution interrupted because it exceeded the allowed execution time"
+
+
+def forbidden_phase(api, post, request, want, seconds, settle_seconds):
+    """policy-server's service account not allowed to list Nodes (403): a
+    request gets no answer in `seconds`. Then the grant is given; the
+    reflector the request started lists the Nodes at its next retry (the
+    watcher's backoff is 30 s at the longest) and the request is answered:
+    as kwctl's replay (`want`, a future of it), or rejected by policy-server's evaluation
+    limit, which passed while the policy waited in the host call. Every
+    later request reads that reflector."""
+    failures, result = [], {}
+
+    def call():
+        try:
+            result["answer"] = post(request, timeout=seconds + 30 + settle_seconds)
+        except OSError as e:
+            result["error"] = e
+
+    def refused():
+        return [r for r in api.requests if r["path"] == "/api/v1/nodes" and r.get("code") == 403]
+
+    waiting = threading.Thread(target=call, daemon=True)
+    waiting.start()
+    waiting.join(seconds)
+    if not waiting.is_alive():
+        failures.append("Nodes forbidden: %s within %.0f s" % (result, seconds))
+    deadline = time.monotonic() + settle_seconds
+    while not refused() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not refused():
+        failures.append("Nodes forbidden: policy-server never tried to list them")
+    print("%s no answer in %.0f s while listing Nodes is forbidden (%d LISTs refused with 403)" % (
+        "ok  " if not failures else "FAIL", seconds, len(refused())))
+    api.forbid.clear()
+    start = time.monotonic()
+    waiting.join(30 + settle_seconds)
+    status, body = result.get("answer") or (None, result.get("error", "no answer"))
+    response = (body.get("response") or {}) if status == 200 else {}
+    message = (response.get("status") or {}).get("message")
+    if response and response.get("allowed") is False and message == INTERRUPTED:
+        how = "rejected (code %s): %s" % (response["status"].get("code"), message)
+    elif response and not same_answer(response, want.result()):
+        how = "as kwctl's replay"
+    else:
+        how = None
+        failures.append("Nodes granted: the waiting request answered %s %s" % (status, body))
+    print("%s the grant given: the waiting request answered %.1f s later, %s" % (
+        "ok  " if how else "FAIL", time.monotonic() - start, how or "otherwise"))
+    return failures
+
+
+def api_call_problems(requests, list_version, changed_at=None):
+    """The calls policy-server made: discovery of the core group, LISTs of
+    the Nodes (refused ones, 403, first when RBAC forbade them), WATCHes
+    from a version a LIST returned, no LIST after the Nodes changed (the
+    `changed_at`th call): the changes came by the watch; every call with
+    the token. Printed, and what is wrong with them returned."""
+    problems = []
+    seen = []
+    for r in requests:
+        query = "&".join("%s=%s" % kv for kv in sorted(r["query"].items()))
+        line = "GET %s%s -> %s" % (r["path"], "?" + query if query else "", r.get("code"))
+        if line not in seen:
+            seen.append(line)
+    print("     the calls policy-server made, in order (repeats left out):\n       " + "\n       ".join(seen))
+    if not all(r["authorized"] for r in requests):
+        problems.append("a call without the kubeconfig's token")
+    paths = [r["path"] for r in requests]
+    if not paths or paths[0] != "/api/v1":
+        problems.append("the first call is not the core group's discovery (/api/v1): %s" % paths[:1])
+    nodes = [r for r in requests if r["path"] == "/api/v1/nodes"]
+    lists = [r for r in nodes if r["query"].get("watch") != "true" and r.get("code") == 200]
+    watches = [r for r in nodes if r["query"].get("watch") == "true"]
+    if not lists:
+        problems.append("no LIST of the Nodes answered")
+    if changed_at is not None and any(r in requests[changed_at:] for r in lists):
+        problems.append("a LIST after the Nodes changed: the changes came otherwise than by the watch")
+    versions = {r.get("resourceVersion") for r in lists}
+    if str(list_version) not in versions:
+        problems.append("the LIST's resourceVersion %s is not the recorded list's %s" % (versions, list_version))
+    if not watches or any(w["query"].get("resourceVersion") not in versions for w in watches):
+        problems.append("a WATCH not from the LIST's resourceVersion: %s" % [w["query"] for w in watches])
+    others = sorted({p for p in paths if p not in ("/api/v1", "/api/v1/nodes")})
+    if others:
+        problems.append("calls not modelled: %s" % others)
+    return problems
 
 
 # --- settings errors ----------------------------------------------------------

@@ -2,14 +2,15 @@
 """The krew plugin manifest of a release, from its archives
 (.github/workflows/release.yml writes it and attaches it to the release):
 
-    python3 cli/krew_manifest.py --version v0.1.0 --repository owner/name \\
-        kubectl-istio_job_sidecar-v0.1.0-*.tar.gz > istio-job-sidecar.yaml
+    python3 -m harness.krew_manifest --version v0.2.0 --repository owner/name \\
+        kubectl-istio_job_sidecar-v0.2.0-*.tar.gz > istio-job-sidecar.yaml
     kubectl krew install --manifest=istio-job-sidecar.yaml
 
 Each archive, named kubectl-istio_job_sidecar-<version>-<rust target>.tar.gz
-and holding the binary at its top, becomes one platform of the manifest:
-its os and arch from the target, its download URL on the release of the
-tag, its sha256.
+and holding the binary and the LICENSE at its top, becomes one platform of
+the manifest: its os and arch from the target, its download URL on the
+release of the tag, its sha256, and the files krew installs (the binary
+and the LICENSE, as krew-index asks of every plugin).
 """
 
 import argparse
@@ -17,8 +18,11 @@ import hashlib
 import json
 import os
 import sys
+import tarfile
 
 BIN = "kubectl-istio_job_sidecar"
+# What every archive holds at its top, and krew installs from it.
+FILES = (BIN, "LICENSE")
 
 # Rust target -> krew's (os, arch) selector.
 PLATFORMS = {
@@ -49,6 +53,19 @@ def sha256(path):
     return digest.hexdigest()
 
 
+def check_members(path):
+    """Exits unless the archive holds every file of FILES at its top."""
+    try:
+        with tarfile.open(path, "r:gz") as archive:
+            names = {os.path.normpath(member.name) for member in archive.getmembers() if member.isfile()}
+    except (OSError, tarfile.TarError) as error:
+        sys.exit(f"{path}: not a gzipped tar archive ({error})")
+    missing = [name for name in FILES if name not in names]
+    if missing:
+        held = ", ".join(sorted(names)) or "nothing"
+        sys.exit(f"{path}: {', '.join(missing)} missing at the archive's top (it holds: {held})")
+
+
 def q(text):
     """A YAML scalar every reader reads as this string (JSON's quoting)."""
     return json.dumps(text)
@@ -65,10 +82,13 @@ def manifest(version, repository, archives):
         if target not in PLATFORMS:
             sys.exit(f"{name}: unknown target {target} (known: {', '.join(PLATFORMS)})")
         os_name, arch = PLATFORMS[target]
+        check_members(path)
+        files = "".join(f"    - from: {q(member)}\n      to: \".\"\n" for member in FILES)
         url = f"https://github.com/{repository}/releases/download/{version}/{name}"
         platforms.append(
             f"  - selector:\n      matchLabels:\n        os: {os_name}\n        arch: {arch}\n"
             f"    uri: {q(url)}\n    sha256: {q(sha256(path))}\n    bin: {BIN}\n"
+            f"    files:\n{files}"
         )
     if not platforms:
         sys.exit("no archive given")

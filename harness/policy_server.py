@@ -11,6 +11,11 @@ then SIGKILL); so does leaving a `with` block, and a hard lifetime limit
 
 The CA and server certificate are made with the openssl command line:
 `make_tls(dir)`.
+
+`kubeconfig=PATH` gives policy-server a Kubernetes API to call (KUBECONFIG,
+read by its client before the in-cluster configuration a Pod has) in place
+of `KUBEWARDEN_IGNORE_KUBERNETES_CONNECTION_FAILURE`, which the controller
+never sets.
 """
 import json
 import os
@@ -34,7 +39,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def make_tls(directory):
+def make_tls(directory, common_name="policy-server-default.kubewarden.svc"):
     """A throwaway CA (`ca.crt`) and a server certificate for 127.0.0.1 and
     localhost signed by it (`tls.crt`, `tls.key`, the names of the
     controller's secret). Returns the three paths."""
@@ -48,7 +53,7 @@ def make_tls(directory):
         "-days", "1", "-subj", "/CN=istio-job-sidecar throwaway test CA",
         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
     run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "tls.key", "-out", "tls.csr",
-        "-subj", "/CN=policy-server-default.kubewarden.svc")
+        "-subj", "/CN=" + common_name)
     (d / "tls.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
                                "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
     run("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
@@ -70,7 +75,7 @@ class PolicyServer:
     from `workdir`. `extra_env` adds to the controller's environment."""
 
     def __init__(self, workdir, policies_yml, insecure_sources=(), extra_env=None,
-                 ready_timeout=120.0, lifetime=1800, binary=None):
+                 ready_timeout=120.0, lifetime=1800, binary=None, kubeconfig=None):
         self.dir = Path(workdir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.policies_yml = policies_yml
@@ -79,6 +84,7 @@ class PolicyServer:
         self.ready_timeout = ready_timeout
         self.lifetime = lifetime
         self.binary = binary or BINARY
+        self.kubeconfig = kubeconfig
         self.process = None
         self.port = self.readiness_port = None
         self.log_path = self.dir / "policy-server.log"
@@ -102,9 +108,13 @@ class PolicyServer:
             sigstore_cache_dir=self.dir / "sigstore-data", cert_file=tls / "tls.crt", key_file=tls / "tls.key",
             port=self.port, readiness_port=self.readiness_port, sources_path=sources)
         # Not the controller's: loopback only (its default is 0.0.0.0), and
-        # no Kubernetes API to connect to.
+        # no Kubernetes API to connect to, or one named by a kubeconfig (a
+        # Pod's client finds its service account's instead).
         env["KUBEWARDEN_BIND_ADDRESS"] = "127.0.0.1"
-        env["KUBEWARDEN_IGNORE_KUBERNETES_CONNECTION_FAILURE"] = "true"
+        if self.kubeconfig is None:
+            env["KUBEWARDEN_IGNORE_KUBERNETES_CONNECTION_FAILURE"] = "true"
+        else:
+            env["KUBECONFIG"] = str(self.kubeconfig)
         env["NO_COLOR"] = "true"
         env.update(self.extra_env)
         return env
@@ -112,7 +122,7 @@ class PolicyServer:
     # -- life ----------------------------------------------------------------
     def start(self):
         env = dict(os.environ)
-        for key in [k for k in env if k.startswith("KUBEWARDEN_")]:
+        for key in list(env_of_interest(env)):
             del env[key]
         env.update(self.configure())
         (self.dir / "environment.json").write_text(json.dumps(env_of_interest(env), indent=1, sort_keys=True))
@@ -174,7 +184,7 @@ class PolicyServer:
 
 
 def env_of_interest(env):
-    return {k: v for k, v in env.items() if k.startswith("KUBEWARDEN_")}
+    return {k: v for k, v in env.items() if k.startswith("KUBEWARDEN_") or k == "KUBECONFIG"}
 
 
 _contexts = {}

@@ -63,7 +63,9 @@ def _pod_lists(value, where):
 
 def journey_pods(journeys_dir):
     """[(label, None, pod)] for every final Pod of every journey; a journey
-    without any is an error, not a pass."""
+    without any is an error, not a pass. A run whose Pod the API server
+    refused (with and without the policy alike, as `journey::judge`
+    allows) is null in the list: nothing was stored, nothing to validate."""
     found = []
     for path in sorted(glob.glob(os.path.join(str(journeys_dir), "*.json"))):
         name = Path(path).stem
@@ -72,7 +74,8 @@ def journey_pods(journeys_dir):
             raise ValueError("journey %s: no list named pods" % path)
         for where, pods in lists:
             for i, pod in enumerate(pods):
-                found.append(("journey %s %s[%d]" % (name, where, i), None, pod))
+                if pod is not None:
+                    found.append(("journey %s %s[%d]" % (name, where, i), None, pod))
     return found
 
 

@@ -142,6 +142,17 @@ def test_scope(scope, namespace, want):
     assert apiserver.rule_matches(rule(["pods"], scope=scope), pod_request(namespace=namespace)) is want
 
 
+@pytest.mark.parametrize("scope, want", [
+    (None, True), ("*", True), ("Namespaced", False), ("Cluster", True),
+])
+def test_scope_of_a_namespace_object(scope, want):
+    """A Namespace request carries the Namespace's name as its namespace,
+    and is cluster-scoped all the same."""
+    request = dict(pod_request(namespace="team-a"),
+                   resource={"group": "", "version": "v1", "resource": "namespaces"})
+    assert apiserver.rule_matches(rule(["namespaces"], scope=scope), request) is want
+
+
 def test_defaults_are_the_api_servers_and_the_webhook_given_is_not_changed():
     webhook = {"name": "w", "rules": [rule(["pods"])], "failurePolicy": "Ignore"}
     given = copy.deepcopy(webhook)

@@ -129,6 +129,12 @@ class Schemas(unittest.TestCase):
         with self.assertRaises(ValueError):
             self.check(journeys={"hops": []})
 
+    def test_a_run_whose_pod_was_refused_stores_nothing_to_check(self):
+        bad = dict(POD, spec={"containers": "app"})
+        self.assertEqual(self.check(journeys={"pods": [None, POD]}), [])
+        failures = self.check(journeys={"pods": [None, bad]})
+        self.assertEqual([f.split(":")[0] for f in failures], ["journey j $.pods[1]"])
+
     def test_a_listed_case_that_validates_or_is_gone_fails(self):
         listed = dict(schemas.MALFORMED_ON_PURPOSE, **{"valid-after-all": "a reason", "gone": "a reason"})
         with mock.patch.object(schemas, "MALFORMED_ON_PURPOSE", listed):

@@ -4,13 +4,17 @@ One policy-server (1.35, configured as Kubewarden's controller configures
 it: harness/) hosts at once the policy in each mode (`istio-job-sidecar-native`,
 `-exit`, `-quit`), the floors (`floor-sdk-mutate`, `floor-sdk-parse`,
 `floor-accept`, annotated with kwctl: policy-server loads only annotated
-modules) and any `--extra NAME=MODULE[:SETTINGS_JSON]`, all from one
-policies.yml. AdmissionReviews as the API server sends them (harness/load.py)
-are POSTed over HTTPS:
+modules), with `--release MODULE` the last release's module in each mode
+with the same settings (`release-native`, `-exit`, `-quit`, whose ratios
+are printed beside the policy's: a regression shows in the same run), and
+any `--extra NAME=MODULE[:SETTINGS_JSON]`, all from one policies.yml.
+AdmissionReviews as the API server sends them (harness/load.py) are POSTed
+over HTTPS:
 
 1. rows: for each request type and module, requests/s at saturation (wrk,
-   closed loop) and p50/p95/p99 at a fixed offered load (oha -q with latency
-   correction: 300 req/s and half the saturation of the row's floor), with
+   closed loop) and p50/p95/p99 at a fixed offered load (wrk with
+   runner/wrk_rate.lua, latency-corrected as oha -q --latency-correction:
+   300 req/s and half the saturation of the row's floor), with
    the ratios to the row's floor: a mutation (the policy's answer has a
    patch) to floor-sdk-mutate, an unchanged answer to floor-sdk-parse;
 2. where the time goes: the accept floor (TLS, HTTP, policy-server's JSON,
@@ -77,6 +81,16 @@ class Bench(Rows, Report, Faults):
         self.types = load.request_types()
         self.extra = [parse_extra(e) for e in options.extra]
         self.policies = ["istio-job-sidecar-" + m for m in MODES]
+        # The last release in each mode, with the settings of the policy's
+        # own example for that mode: an extra module, reported beside the
+        # policy's row of the same mode.
+        self.releases = {}
+        if options.release:
+            module = "file://" + str(Path(options.release).resolve())
+            for mode in MODES:
+                settings = controller.load(str(ROOT / load.MODES[mode][0]))[0]["spec"].get("settings")
+                self.extra.append(("release-" + mode, module, settings))
+                self.releases["istio-job-sidecar-" + mode] = "release-" + mode
         self.modules = self.policies + ["floor-" + f for f in FLOORS] + [name for name, _, _ in self.extra]
         self.bodies = {}      # (type, policy) -> body file
         self.answers = {}     # (type, policy) -> answer file
@@ -156,18 +170,20 @@ def main():
     parser.add_argument("--floor-accept", default="target/wasm32-wasip1/release/floor_accept.wasm")
     parser.add_argument("--floor-sdk-parse", default="target/wasm32-wasip1/release/floor_sdk_parse.wasm")
     parser.add_argument("--floor-sdk-mutate", default="target/wasm32-wasip1/release/floor_sdk_mutate.wasm")
+    parser.add_argument("--release", default=None,
+                        help="the last release's (annotated) module (runner/bench/), hosted in each mode beside the "
+                             "policy; its ratios are printed beside the policy's")
     parser.add_argument("--extra", action="append", default=[],
                         help="NAME=MODULE[:SETTINGS_JSON], another (annotated) module in the same policy-server: "
                              "its rows are measured and compared to the floors like the policy's; repeatable")
     parser.add_argument("--policy-server", default=os.environ.get("POLICY_SERVER", "policy-server"))
     parser.add_argument("--kwctl", default=os.environ.get("KWCTL", "kwctl"))
     parser.add_argument("--wrk", default="wrk")
-    parser.add_argument("--oha", default="oha")
     parser.add_argument("--workdir", default="target/bench-server")
     parser.add_argument("--server-cpus", default=None, help="taskset list for policy-server (default: the last core)")
     parser.add_argument("--generator-cpus", default=None, help="taskset list for the generators (default: the others)")
     parser.add_argument("--connections", type=int, default=16, help="wrk's, at saturation")
-    parser.add_argument("--rate-connections", type=int, default=4, help="oha's, at a fixed load")
+    parser.add_argument("--rate-connections", type=int, default=4, help="wrk's, at a fixed load")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of every row at a fixed load")
     parser.add_argument("--saturation-rounds", type=int, default=4,
                         help="interleaved rounds of every row at saturation (the best counts)")
@@ -188,19 +204,20 @@ def main():
     o.policy_server = tool("policy-server", o.policy_server, o.smoke)
     o.kwctl = tool("kwctl", o.kwctl, o.smoke)
     o.wrk = tool("wrk", o.wrk, o.smoke)
-    o.oha = tool("oha", o.oha, o.smoke)
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) >= 2 and shutil.which("taskset"):
         o.server_cpus = o.server_cpus or str(cpus[-1])
         o.generator_cpus = o.generator_cpus or ",".join(str(c) for c in cpus[:-1])
     if not Path(o.policy).is_file():
         die("%s is missing (make annotated-policy.wasm)" % o.policy)
+    if o.release and not Path(o.release).is_file():
+        die("%s is missing (runner/bench/README.md)" % o.release)
 
     started = time.monotonic()
     bench = Bench(o)
     versions = [subprocess.run([t, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[0]
-                for t in (o.policy_server, o.wrk, o.oha)]
-    log("bench-server: %s; %s; %s" % tuple(versions))
+                for t in (o.policy_server, o.wrk)]
+    log("bench-server: %s; %s" % tuple(versions))
     log("host: %d cores (%s), load average at start %s; policy-server on cores %s, generators on cores %s%s" % (
         os.cpu_count(), cpu_model(), loadavg(), o.server_cpus or "any", o.generator_cpus or "any",
         "; SMOKE (short runs, small counts: no figure to quote)" if o.smoke else ""))

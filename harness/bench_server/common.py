@@ -222,7 +222,7 @@ def tool(name, option, smoke=False):
         sys.exit(0)
     if path is None:
         die("%s not found (%r): %s" % (name, option, {
-            "wrk": "apt-get install wrk", "oha": "cargo install oha --locked",
+            "wrk": "apt-get install wrk",
             "policy-server": "POLICY_SERVER=path", "kwctl": "KWCTL=path", "taskset": "util-linux"}[name]))
     return path
 

@@ -35,9 +35,13 @@ class Report:
     def summary(self, results):
         log("\n== targets (printed, not enforced): mutation rows throughput >= 0.95x and p99 <= 1.1x "
             "floor-sdk-mutate; unchanged rows throughput >= 1.0x floor-sdk-parse")
+        if self.releases:
+            log("  release = the last release (%s) in the same mode, its throughput ratio to its own row's floor "
+                "in the same run: a policy ratio below it is a regression" % self.o.release)
         within = total = 0
+        releases = set(self.releases.values())
         for rtype, (sat, lat) in results.items():
-            for policy in [p for p in self.modules if self.is_measured(p)]:
+            for policy in [p for p in self.modules if self.is_measured(p) and p not in releases]:
                 floor = self.floor_of(rtype, policy)
                 tput = sat[policy]["rps"] / sat[floor]["rps"]
                 mutation = self.mutates[(rtype, policy)]
@@ -54,9 +58,9 @@ class Report:
                 if policy in self.policies:
                     total += 1
                     within += ok
-                log("  %-18s %-26s %-9s throughput %5.2fx %-28s %s" % (
+                log("  %-18s %-26s %-9s throughput %5.2fx %-28s %-7s %s" % (
                     rtype, policy, "mutation" if mutation else "unchanged", tput, " ".join(notes),
-                    "ok" if ok else "OUTSIDE"))
+                    "ok" if ok else "OUTSIDE", self.release_beside(rtype, sat, policy)))
         log("  %d of %d rows of the policy within target" % (within, total))
         # The three modes answer a long-running Pod by the same early skip:
         # their spread is this run's noise.
@@ -64,6 +68,17 @@ class Report:
         log("  noise of this run: the 3 modes on pod-always (one code path, the early skip) spread %.0f%% "
             "(%.0f-%.0f req/s); read every ratio with that in mind" % (
                 100 * (max(same) - min(same)) / min(same), min(same), max(same)))
+
+    def release_beside(self, rtype, sat, policy):
+        """The last release's throughput ratio in the mode of `policy`,
+        to its own floor (named when the release answers otherwise)."""
+        release = self.releases.get(policy)
+        if release is None:
+            return ""
+        floor = self.floor_of(rtype, release)
+        mutation = "mutation" if self.mutates[(rtype, release)] else "unchanged"
+        return "| release %5.2fx %s" % (sat[release]["rps"] / sat[floor]["rps"],
+                                       "" if floor == self.floor_of(rtype, policy) else "(%s)" % mutation)
 
     def breakdown(self, results):
         log("\n== 2. where the time goes: policy-server's CPU per request at saturation, in us")

@@ -1,7 +1,9 @@
 """The rows of `make bench-server`: each request type and module at
-saturation (wrk) and at fixed loads (oha), with the ratios to its floor."""
+saturation (wrk) and at fixed loads (wrk with runner/wrk_rate.lua), with
+the ratios to its floor."""
 import csv
 import json
+import math
 import random
 
 from .common import ROOT, Meter, die, fail, log, path_of, pct, pinned, run_child
@@ -33,15 +35,18 @@ class Rows:
                 return result
         die("no WRK_RESULT in wrk's output:\n" + out[-2000:])
 
-    def oha(self, server, path, body_file, rate, seconds):
+    def fixed_rate(self, server, path, body_file, rate, seconds):
         """p50/p95/p99 (ms) at `rate` req/s, requests of the first
         --warm-up seconds left out (the connections' TLS handshakes)."""
-        out_file = self.work / "oha.csv"
+        out_file = self.work / "rate.csv"
         warm = self.o.warm_up
-        cmd = pinned([self.o.oha, "--no-tui", "--insecure", "-z", "%.2fs" % (seconds + warm),
-                      "-c", str(self.o.rate_connections), "-q", "%.1f" % rate, "--latency-correction", "-w",
-                      "-m", "POST", "-H", "Content-Type: application/json", "-D", str(body_file),
-                      "--output-format", "csv", "-o", str(out_file), server.base_url + path],
+        # wrk with runner/wrk_rate.lua: oha's -q RATE --latency-correction -w,
+        # its CSV columns; whole seconds for -d, a bound it exits before
+        # once every request has its answer
+        cmd = pinned([self.o.wrk, "-t1", "-c%d" % self.o.rate_connections,
+                      "-d%ds" % (math.ceil(seconds + warm) + 5), "--timeout", "10s",
+                      "-s", str(ROOT / "runner" / "wrk_rate.lua"), server.base_url + path, "--",
+                      "%.1f" % rate, str(body_file), "%.2f" % (seconds + warm), str(out_file)],
                      self.o.generator_cpus)
         with Meter(server.pid) as meter:
             _, cpu = run_child(cmd, timeout=seconds + warm + 120)
@@ -63,7 +68,7 @@ class Rows:
     def rows(self, server):
         o = self.o
         log("\n== 1. per request type and module, interleaved: saturation (wrk -t1 -c%d, %d round(s) of %d s), "
-            "fixed load (oha -q -c%d, latency-corrected, %d round(s) of %.1f s after %.1f s of warm-up)"
+            "fixed load (wrk -c%d at a constant rate, latency-corrected, %d round(s) of %.1f s after %.1f s of warm-up)"
             % (o.connections, o.saturation_rounds, o.saturation_seconds, o.rate_connections, o.rounds,
                o.latency_seconds, o.warm_up))
         log("  req/s = requests / policy-server's CPU seconds in the best round (its capacity on one core whoever "
@@ -105,7 +110,8 @@ class Rows:
                         if rate > 0.8 * min(sat[policy]["wall_rps"], sat[floor]["wall_rps"]):
                             lat[policy][label] = None
                             continue
-                        r = self.oha(server, path_of(policy), self.body_file(rtype, policy), rate, o.latency_seconds)
+                        r = self.fixed_rate(server, path_of(policy), self.body_file(rtype, policy), rate,
+                                            o.latency_seconds)
                         r["rate"] = rate
                         if r["errors"]:
                             fail("%s on %s at %.0f req/s: %d requests failed" % (policy, rtype, rate, r["errors"]))

@@ -17,12 +17,16 @@ use crate::protocol::calls;
 pub use crate::protocol::{validate_payload, GuestLog, SettingsValidation, ValidationResponse};
 
 type LogSink = Arc<Mutex<Vec<GuestLog>>>;
+/// The cluster's Node list, as Kubewarden's host answers a context-aware
+/// policy's `list_resources_all` of `v1` `Node`; `None`: no cluster context.
+type Nodes = Arc<Mutex<Option<Vec<u8>>>>;
 
 /// A loaded policy module: one wasmtime instance behind one waPC host, kept
 /// for many calls, as policy-server keeps one per policy and worker.
 pub struct Policy {
     host: WapcHost,
     logs: LogSink,
+    nodes: Nodes,
 }
 
 impl std::fmt::Debug for Policy {
@@ -53,24 +57,32 @@ impl Policy {
             None => builder
                 .engine(shared_engine()?)
                 .enable_epoch_interruptions(EpochDeadlines {
-                    wapc_init: DEADLINE_TICKS,
-                    wapc_func: DEADLINE_TICKS,
+                    wapc_init: deadline_ticks(),
+                    wapc_func: deadline_ticks(),
                 }),
         };
         trap_cause::install();
         let provider = builder.build().map_err(|e| Error::Load(e.to_string()))?;
         let logs: LogSink = Arc::default();
-        let sink = Arc::clone(&logs);
+        let nodes: Nodes = Arc::default();
+        let (sink, cluster) = (Arc::clone(&logs), Arc::clone(&nodes));
         let host = WapcHost::new(
             Box::new(provider),
             Some(Box::new(
                 move |_id, binding, namespace, operation, payload| {
-                    host_callback(&sink, binding, namespace, operation, payload)
+                    host_callback(&sink, &cluster, binding, namespace, operation, payload)
                 },
             )),
         )
         .map_err(|e| Error::Load(e.to_string()))?;
-        Ok(Policy { host, logs })
+        Ok(Policy { host, logs, nodes })
+    }
+
+    /// Answer the module's list of the cluster's Nodes with `list` (the
+    /// JSON of a `v1` List, as Kubewarden's host gives a context-aware
+    /// policy); `None`: no cluster context, every such call an error.
+    pub fn set_nodes(&self, list: Option<Vec<u8>>) {
+        *self.nodes.lock().unwrap_or_else(PoisonError::into_inner) = list;
     }
 
     /// A raw waPC call: bytes in, bytes out. Guest errors and traps become
@@ -135,6 +147,30 @@ crate::answers_as_policy!(Policy);
 const TICK: Duration = Duration::from_millis(100);
 const DEADLINE_TICKS: u64 = 20;
 
+/// `DEADLINE_TICKS`, or `POLICY_RUNNER_TIMEOUT_SECONDS` (whole seconds, at
+/// least 1) in ticks. The deadline guards against a module that never
+/// returns; it is no measure of speed (the benchmarks are), and on a machine
+/// whose cores run other work, as CI runs its steps side by side, a 2 s wall
+/// clock can pass while a call of a few hundred milliseconds waits for a core.
+/// How long a guest call on the shared engine runs before it is
+/// interrupted (`deadline_ticks` of `TICK`).
+pub fn call_deadline() -> Duration {
+    TICK * u32::try_from(deadline_ticks()).unwrap_or(u32::MAX)
+}
+
+fn deadline_ticks() -> u64 {
+    static TICKS: OnceLock<u64> = OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::env::var("POLICY_RUNNER_TIMEOUT_SECONDS")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .filter(|&s| s >= 1)
+            .map_or(DEADLINE_TICKS, |s| {
+                s.saturating_mul(1000) / TICK.as_millis() as u64
+            })
+    })
+}
+
 /// One engine per process, as policy-server has, with epoch interruption on
 /// and a thread that advances the epoch.
 fn shared_engine() -> Result<Engine> {
@@ -162,10 +198,13 @@ fn shared_engine() -> Result<Engine> {
 }
 
 /// What policy-server answers to a guest's host call, reduced to what an
-/// offline runner can do: logging works; every other capability (cluster
-/// context, sigstore, OCI, DNS...) is an error the guest sees, never a panic.
+/// offline runner can do: logging works, and the list of the cluster's
+/// Nodes when one was given (`Policy::set_nodes`); every other capability
+/// (other cluster context, sigstore, OCI, DNS...) is an error the guest
+/// sees, never a panic.
 fn host_callback(
     logs: &LogSink,
+    nodes: &Nodes,
     binding: &str,
     namespace: &str,
     operation: &str,
@@ -177,6 +216,9 @@ fn host_callback(
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(GuestLog::from_payload(payload));
             Ok(Vec::new())
+        }
+        ("kubewarden", "kubernetes", "list_resources_all") => {
+            crate::protocol::node_list(nodes, payload).map_err(|e| e.into())
         }
         _ => Err(format!(
             "host capability {binding}/{namespace}/{operation} is not available in policy-runner"
@@ -256,8 +298,29 @@ mod tests {
     #[test]
     fn unknown_host_calls_are_errors() {
         let logs = LogSink::default();
-        assert!(host_callback(&logs, "kubewarden", "kubernetes", "list", b"{}").is_err());
-        assert!(host_callback(&logs, "kubewarden", "tracing", "log", b"{}").is_ok());
+        let nodes = Nodes::default();
+        assert!(host_callback(&logs, &nodes, "kubewarden", "kubernetes", "list", b"{}").is_err());
+        assert!(host_callback(&logs, &nodes, "kubewarden", "tracing", "log", b"{}").is_ok());
+        let list_nodes = br#"{"api_version":"v1","kind":"Node"}"#;
+        let call = |nodes: &Nodes, payload: &[u8]| {
+            host_callback(
+                &logs,
+                nodes,
+                "kubewarden",
+                "kubernetes",
+                "list_resources_all",
+                payload,
+            )
+            .map_err(|e| e.to_string())
+        };
+        assert!(
+            call(&nodes, list_nodes).is_err(),
+            "no cluster context given"
+        );
+        *nodes.lock().unwrap() = Some(b"{\"items\":[]}".to_vec());
+        assert_eq!(call(&nodes, list_nodes), Ok(b"{\"items\":[]}".to_vec()));
+        assert!(call(&nodes, br#"{"api_version":"v1","kind":"Secret"}"#).is_err());
+        assert!(call(&nodes, b"not json").is_err());
         assert_eq!(logs.lock().map(|l| l.len()).unwrap_or(0), 1);
     }
 }

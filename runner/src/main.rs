@@ -69,6 +69,11 @@ enum Command {
             value_name = "PATH"
         )]
         floor_sdk_mutate: PathBuf,
+        /// The last release's module (`make bench` gives the one in
+        /// runner/bench/), measured in the same rounds: its ratios are
+        /// printed beside the policy's.
+        #[arg(long, value_name = "PATH")]
+        release: Option<PathBuf>,
         /// Measured time per module and case, in milliseconds.
         #[arg(long, default_value_t = 1000)]
         min_time_ms: u64,
@@ -141,6 +146,7 @@ fn run(cli: Cli) -> Result<()> {
             floor_accept,
             floor_sdk_parse,
             floor_sdk_mutate,
+            release,
             min_time_ms,
             rounds,
             filter,
@@ -156,6 +162,7 @@ fn run(cli: Cli) -> Result<()> {
                 floor_accept,
                 floor_sdk_parse,
                 floor_sdk_mutate,
+                release,
                 min_time: Duration::from_millis(min_time_ms),
                 rounds,
                 filter,

@@ -36,6 +36,28 @@ impl NativePolicy {
         })
     }
 
+    /// Answer the policy's list of the cluster's Nodes on this thread with
+    /// `list` (the JSON of a `v1` List, as Kubewarden's host gives a
+    /// context-aware policy); `None`: no cluster context.
+    pub fn set_nodes(&self, list: Option<Vec<u8>>) {
+        let host: Option<istio_job_sidecar_policy::host::NativeHost> = list.map(|list| {
+            let nodes = std::sync::Mutex::new(Some(list));
+            std::rc::Rc::new(
+                move |binding: &str, namespace: &str, operation: &str, payload: &[u8]| match (
+                    binding, namespace, operation,
+                ) {
+                    ("kubewarden", "kubernetes", "list_resources_all") => {
+                        crate::protocol::node_list(&nodes, payload)
+                    }
+                    _ => Err(format!(
+                        "no host capability {binding}/{namespace}/{operation}"
+                    )),
+                },
+            ) as istio_job_sidecar_policy::host::NativeHost
+        });
+        istio_job_sidecar_policy::host::set_native(host);
+    }
+
     /// `protocol_version`, as the host asks it first.
     pub fn protocol_version(&self) -> Result<String> {
         calls::protocol_version(|f, p| self.call(f, p))

@@ -141,6 +141,25 @@ fn preview(raw: &[u8]) -> String {
     }
 }
 
+/// What Kubewarden's host answers a context-aware policy's
+/// `list_resources_all` with, given the cluster's Node list: the list for a
+/// request of `v1` `Node`, an error for any other, or when no list was
+/// given (no cluster context).
+pub fn node_list(
+    nodes: &std::sync::Mutex<Option<Vec<u8>>>,
+    request: &[u8],
+) -> std::result::Result<Vec<u8>, String> {
+    let request: Value = serde_json::from_slice(request).map_err(|e| e.to_string())?;
+    if request["api_version"] != "v1" || request["kind"] != "Node" {
+        return Err(format!("the runner lists only v1 Nodes, not {request}"));
+    }
+    nodes
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+        .ok_or_else(|| "no cluster context: the runner was given no Nodes".to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

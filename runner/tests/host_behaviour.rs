@@ -139,5 +139,9 @@ fn a_guest_that_loops_is_interrupted_like_policy_server_does() {
     let started = std::time::Instant::now();
     let err = policy.call("validate", b"{}").expect_err("interrupted");
     assert!(err.to_string().contains("deadline exceeded"), "{err}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    // Interrupted at the engine's deadline (2 s, or what
+    // POLICY_RUNNER_TIMEOUT_SECONDS sets), not left to hang: the bound
+    // leaves a loaded machine its room past the deadline.
+    let bound = policy_runner::host::call_deadline() + std::time::Duration::from_secs(8);
+    assert!(started.elapsed() < bound, "{:?}", started.elapsed());
 }
