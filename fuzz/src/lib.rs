@@ -28,7 +28,8 @@ pub mod mode_change;
 mod records;
 
 pub use mode_change::{
-    check_scenario, Carrier, Checked, Choice, ModeChange, Scenario, Shape, UserEdit, WorkloadKind,
+    check_scenario, Carrier, Checked, Choice, Edit, ModeChange, Scenario, Shape, UserEdit,
+    WorkloadKind,
 };
 pub use records::{NearRecord, RecordAnnotation, RecordText, ValidRecord, Wrapper};
 

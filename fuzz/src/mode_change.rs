@@ -19,12 +19,15 @@
 //!    `istio-job-sidecar/quit-wrapped`): also `B(x) == B(x0)`;
 //! 5. with a user edit `e` of fields the policy never writes (an annotation
 //!    or label of its own, every container's image, an env var in every
-//!    container) made between the passes: `B(e(A(x))) == e(B(x))`.
+//!    container, a toleration: `Edit`, the last one this target's own)
+//!    made between the passes: `B(e(A(x))) == e(B(x))`.
 //!
 //! The laws are checked by `policy_testkit::laws`, as the golden mode
 //! changes and the properties check them: objects are compared up to what
 //! Kubernetes does not keep apart (`policy_testkit::kube::normalize`:
-//! `null` members, empty maps and empty lists are absent) and an inert
+//! `null` members are absent, and so are the empty maps, lists and
+//! structs of the members the API server reads so; an `emptyDir: {}` is
+//! not) and an inert
 //! owner's mode (`owner_mode_inert`), and the warnings of the two passes
 //! compared too (`policy_testkit::laws::Warned`: the same, but for the
 //! caveats of an edit only one of them makes). CronJobs are created by the first pass and
@@ -75,14 +78,68 @@ pub enum Choice {
     Disabled,
 }
 
+/// A user's edit between two passes: one of the shared model's
+/// (`UserEdit`, which the properties draw too), or the fuzz target's own,
+/// so that a blind spot of the shared model is not one of both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edit {
+    Shared(UserEdit),
+    /// A toleration of the user's own appended to the pod spec's (a field
+    /// the policy never writes; a `tolerations` that is no list is left
+    /// alone: no edit).
+    Toleration,
+}
+
+impl Edit {
+    const TOLERATION: &'static str = "toleration";
+
+    pub fn name(self) -> String {
+        match self {
+            Edit::Shared(edit) => edit.name(),
+            Edit::Toleration => Edit::TOLERATION.to_owned(),
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Edit> {
+        match text {
+            Edit::TOLERATION => Some(Edit::Toleration),
+            other => UserEdit::parse(other).map(Edit::Shared),
+        }
+    }
+
+    /// `object` (its pod template at `template`) with the edit made; `x`
+    /// is the scenario's workload. `None` where it cannot be made.
+    pub fn apply(self, template: &str, object: &Value, x: &Value) -> Option<Value> {
+        match self {
+            Edit::Shared(edit) => edit.apply(template, object, x),
+            Edit::Toleration => {
+                let mut o = object.clone();
+                let spec = o
+                    .pointer_mut(&format!("{template}/spec"))?
+                    .as_object_mut()?;
+                let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
+                if tolerations.is_null() {
+                    *tolerations = json!([]);
+                }
+                tolerations.as_array_mut()?.push(json!({
+                    "key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"
+                }));
+                Some(o)
+            }
+        }
+    }
+}
+
 /// The edits a fuzzed scenario draws from (`ModeChange::edit`): each one
-/// of the pod template's or the object's metadata, or of every container.
-const EDITS: [UserEdit; 5] = [
-    UserEdit::TemplateAnnotation,
-    UserEdit::TemplateLabel,
-    UserEdit::ObjectAnnotation,
-    UserEdit::Image(None),
-    UserEdit::Env(None),
+/// of the pod template's or the object's metadata, of every container, or
+/// of the pod spec.
+const EDITS: [Edit; 6] = [
+    Edit::Shared(UserEdit::TemplateAnnotation),
+    Edit::Shared(UserEdit::TemplateLabel),
+    Edit::Shared(UserEdit::ObjectAnnotation),
+    Edit::Shared(UserEdit::Image(None)),
+    Edit::Shared(UserEdit::Env(None)),
+    Edit::Toleration,
 ];
 
 /// A shape given to the generated workload, so that each mode's main path
@@ -218,7 +275,7 @@ pub struct ModeChange {
     /// more Pods run to completion.
     pub pod_completes: Option<bool>,
     pub shape: Shape,
-    /// A user's edit between A and B: `EDITS[edit % 5]`.
+    /// A user's edit between A and B: `EDITS[edit % 6]`.
     pub edit: Option<u8>,
     pub order: u8,
     pub workload: Input,
@@ -239,7 +296,7 @@ pub struct Scenario {
     /// by each pass as the carrier needs.
     pub settings: Map<String, Value>,
     /// A user's edit between A and B (law 5).
-    pub edit: Option<UserEdit>,
+    pub edit: Option<Edit>,
     pub order: Order,
     /// The laws are checked on `x0` even when it is not the typed object
     /// or its containers are not named as Kubernetes requires.
@@ -744,7 +801,7 @@ impl Scenario {
         match history {
             false => {
                 // An object of an unexpected shape is answered unchanged,
-                // with a warning (README, "What is mutated").
+                // with a warning (docs/modes.md, "What is mutated").
                 let shape = d_x.warnings.iter().any(|w| w.contains("unexpected shape"));
                 let expected = if shape {
                     d_x.sent.clone()
@@ -783,7 +840,7 @@ impl Scenario {
             "second": self.second.as_str(),
             "carrier": self.carrier.as_str(),
             "settings": self.settings,
-            "edit": self.edit.map(UserEdit::name),
+            "edit": self.edit.map(Edit::name),
             "order": order_str(self.order),
             "untyped": self.untyped,
             "object": self.object,
@@ -812,13 +869,12 @@ impl Scenario {
             legacy: v["legacy"].as_bool().unwrap_or(false),
             first: choice("first")?,
             second: choice("second")?,
-            carrier: text("carrier").and_then(|s| Carrier::parse(s).ok_or(format!("carrier: {s:?}")))?,
+            carrier: text("carrier")
+                .and_then(|s| Carrier::parse(s).ok_or(format!("carrier: {s:?}")))?,
             settings: v["settings"].as_object().cloned().unwrap_or_default(),
             edit: match &v["edit"] {
                 Value::Null => None,
-                _ => Some(
-                    text("edit").and_then(|s| UserEdit::parse(s).ok_or(format!("edit: {s:?}")))?,
-                ),
+                _ => Some(text("edit").and_then(|s| Edit::parse(s).ok_or(format!("edit: {s:?}")))?),
             },
             untyped: v["untyped"].as_bool().unwrap_or(false) || untyped_from_env(),
             order: Order::ALL
@@ -894,5 +950,29 @@ pub fn check_scenario(s: &Scenario) {
             "{e}\nscenario:\n{}",
             shorten(&serde_json::to_string_pretty(&s.to_json()).unwrap_or_default())
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The regressions store an edit by its name: each one the target
+    /// draws reads back as itself, and its own edit is made.
+    #[test]
+    fn every_edit_reads_back_by_its_name() {
+        for edit in EDITS {
+            assert_eq!(Edit::parse(&edit.name()), Some(edit), "{}", edit.name());
+        }
+        let job = json!({"kind": "Job", "spec": {"template": {"spec": {"containers": [{"name": "app"}]}}}});
+        let edited = Edit::Toleration
+            .apply("/spec/template", &job, &job)
+            .expect("a pod spec takes a toleration");
+        assert_eq!(
+            edited["spec"]["template"]["spec"]["tolerations"][0]["key"],
+            "dedicated"
+        );
+        let odd = json!({"kind": "Job", "spec": {"template": {"spec": {"tolerations": "x"}}}});
+        assert_eq!(Edit::Toleration.apply("/spec/template", &odd, &odd), None);
     }
 }
