@@ -6,7 +6,7 @@ VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1
 OCI_REPOSITORY ?= ghcr.io/example/policies/istio-job-sidecar
 SOURCES     := $(shell find src -name '*.rs' -o -name '*.sh') Cargo.toml Cargo.lock
 
-.PHONY: all check test unit-tests golden wasm-tests e2e-tests distribution-tests server-tests webhook-tests schema-tests fmt lint clean demo bench floors runner cli scan-bench
+.PHONY: all check test test-dev test-dev-bins test-host unit-tests e2e-compat-tests golden wasm-tests e2e-tests distribution-tests server-tests webhook-tests schema-tests fmt lint clean demo bench floors runner cli scan-bench
 
 all: annotated-policy.wasm
 
@@ -16,8 +16,13 @@ all: annotated-policy.wasm
 # rustc enables for $(WASM_TARGET) (the stripped module no longer lists them).
 # Without wasm-opt (Debian: apt-get install binaryen) the module is cargo's,
 # and says so; WASM_OPT= skips it on purpose.
+# --low-memory-unused lets it fold a constant added to an address into the
+# load's or store's offset (2.9 KB smaller, the same instructions a request):
+# true of every Rust module for $(WASM_TARGET), whose linker puts the 1 MiB
+# stack first and the data after it, so the low 1 KiB is the stack's far
+# end, reached only by a stack about to overflow.
 WASM_OPT       ?= wasm-opt
-WASM_OPT_FLAGS := -O3 --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+WASM_OPT_FLAGS := -O3 --low-memory-unused --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
 	--enable-nontrapping-float-to-int --enable-multivalue --enable-reference-types
 MODULE_BUDGET  := 409600
 
@@ -90,13 +95,61 @@ golden:
 	UPDATE_GOLDEN=1 cargo test --locked --test journeys
 	UPDATE_GOLDEN=1 cargo test --locked -p istio-job-sidecar-cli
 
-test: fmt lint unit-tests wasm-tests
+# What `make lint`, `make unit-tests` and `make wasm-tests` check, in one
+# build per profile: clippy-driver compiles the workspace's own crates for
+# their tests (RUSTC_WORKSPACE_WRAPPER, -D warnings as `make lint`), so that
+# the dependencies are compiled once, for the tests, instead of once more in
+# check mode for clippy (wasmtime's among them). The dev build is every
+# member but the runner with its engine, every target (`make lint`'s
+# --all-targets; the demo's runner, without the engine, as `make lint`'s
+# second pass), and runs their tests: the operator's tool's, kube-model's and
+# the testkit's besides the policy crate's. The runner with its engine is
+# linted where its tests build it, in the host profile (`make wasm-tests`).
+CLIPPY_BUILD := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-Dwarnings
+DEV_TESTS    := --workspace --exclude policy-runner --all-targets
+
+test: fmt test-dev test-host
+
+# TEST_FLAGS=--no-run: the build alone (.ci/run runs the tests beside the
+# next build).
+TEST_FLAGS ?=
+test-dev:
+	$(CLIPPY_BUILD) cargo test --locked $(DEV_TESTS) $(TEST_FLAGS)
+
+test-host: policy.wasm
+	$(CLIPPY_BUILD) cargo test --profile host --locked -p policy-runner --all-targets $(TEST_FLAGS)
+
+# The binaries e2e.bats runs (the testkit's `journey` and `cases`; the
+# operator's tool `make test-dev` builds for its own tests), built as
+# `make test-dev` builds: the same features and wrapper, so nothing else is
+# compiled again (.ci/run gives them to e2e.bats).
+test-dev-bins:
+	$(CLIPPY_BUILD) cargo build --locked --workspace --exclude policy-runner --bins --tests
 
 # Without kwctl nothing can be annotated: bats then reports every test as skipped.
-# BATS_FLAGS=--tap gives the TAP lines .ci/run counts.
+# BATS_FLAGS=--tap gives the TAP lines .ci/run counts. With GNU parallel,
+# BATS_JOBS tests at a time (bats --jobs; most of a test is waiting for
+# kwctl and python3): every test of e2e.bats keeps to its own files
+# ($BATS_TEST_TMPDIR) or takes a lock where tests share some (the mode
+# changes' first passes).
 BATS_FLAGS ?=
+BATS_JOBS  ?= 2
+BATS_JOBS_FLAG = $(if $(shell command -v parallel 2>/dev/null),--jobs $(BATS_JOBS))
 e2e-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.wasm)
-	bats $(BATS_FLAGS) e2e.bats
+	bats $(BATS_FLAGS) $(BATS_JOBS_FLAG) e2e.bats
+
+# The tests of e2e.bats whose outcome rests on what can differ between kwctl
+# releases (CI runs them with kwctl 1.31; DEVELOPING.md, CI): kwctl's engine
+# on every golden case (the module loads and runs, the patch kwctl computes
+# gives the golden object, the same warnings), the journeys and the mode
+# changes (UPDATEs with oldObject, kwctl's patches applied one after the
+# other), every settings case (the settings call), every example read as a
+# ClusterAdmissionPolicy, nodeVersionCheck (the host's answer to listing the
+# Nodes, replayed or refused without --allow-context-aware), and the
+# operator's tool's answers against kwctl's.
+KWCTL_COMPAT_TESTS := ^(every case of testkit|settings|examples/|journeys:|kubectl istio-job-sidecar scan|mode change|nodeVersionCheck)
+e2e-compat-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.wasm)
+	bats $(BATS_FLAGS) $(BATS_JOBS_FLAG) -f '$(KWCTL_COMPAT_TESTS)' e2e.bats
 
 # make push, kwctl pull/inspect/run/scaffold against a throwaway docker-registry
 # on loopback, make artifacthub against the committed file (distribution.bats).
@@ -105,7 +158,8 @@ distribution-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.
 
 # The cluster's path (server.bats): policy-server, configured as Kubewarden's
 # controller configures it, pulls the module that `make push` put in a
-# throwaway docker-registry and answers AdmissionReviews over TLS; then what
+# throwaway docker-registry and answers AdmissionReviews over TLS, the node
+# check's listing Nodes from a fake Kubernetes API; then what
 # the API server sends to each example's webhook (webhooks.bats). The pieces
 # are in harness/ (docs/server-tests.md). POLICY_SERVER=path/to/policy-server.
 # Both run under each controller release of CONTROLLER_RELEASES: one naming
@@ -116,11 +170,12 @@ CONTROLLER_RELEASES ?= 1.37.1 1.37.2
 server-tests: $(if $(shell command -v kwctl 2>/dev/null),annotated-policy.wasm)
 	@set -e; for r in $(CONTROLLER_RELEASES); do \
 		echo "== Kubewarden controller $$r: server.bats webhooks.bats"; \
-		CONTROLLER_RELEASE=$$r POLICY_SERVER=$(POLICY_SERVER) bats $(BATS_FLAGS) server.bats webhooks.bats; \
+		CONTROLLER_RELEASE=$$r POLICY_SERVER=$(POLICY_SERVER) bats $(BATS_FLAGS) \
+			$(if $(BATS_JOBS_FLAG),$(BATS_JOBS_FLAG) --no-parallelize-within-files) server.bats webhooks.bats; \
 	done
 
 # Only what the API server sends to each example's webhook (no server; the
-# requests come from kube-model's `admission-request`, which cargo builds first).
+# requests are harness/requests.py's, written from the API server's source).
 webhook-tests:
 	@set -e; for r in $(CONTROLLER_RELEASES); do \
 		echo "== Kubewarden controller $$r: webhooks.bats"; \
@@ -157,11 +212,15 @@ push: kwctl-check annotated-policy.wasm
 # Regenerates artifacthub-pkg.yml (or ARTIFACTHUB_PKG) from metadata.yml and
 # questions-ui.yml. kwctl >= 1.2x reads the version from
 # io.kubewarden.policy.version and only warns that --version is deprecated;
-# older kwctl requires it.
+# older kwctl requires it. Its install text (`kwctl scaffold manifest`, a
+# manifest without failurePolicy, matchConditions or selectors) is replaced
+# by the README's Install section (harness/artifacthub_install.py).
 ARTIFACTHUB_PKG ?= artifacthub-pkg.yml
-artifacthub: kwctl-check metadata.yml questions-ui.yml
+artifacthub: kwctl-check metadata.yml questions-ui.yml README.md
 	kwctl scaffold artifacthub --metadata-path metadata.yml --version $(VERSION) \
-		--questions-path questions-ui.yml > $(ARTIFACTHUB_PKG).tmp
+		--questions-path questions-ui.yml > $(ARTIFACTHUB_PKG).kwctl
+	python3 -m harness.artifacthub_install README.md < $(ARTIFACTHUB_PKG).kwctl > $(ARTIFACTHUB_PKG).tmp
+	rm -f $(ARTIFACTHUB_PKG).kwctl
 	mv $(ARTIFACTHUB_PKG).tmp $(ARTIFACTHUB_PKG)
 
 # --- Running the built module as Kubewarden does (runner/, floors/) ---------
@@ -194,11 +253,18 @@ demo:
 demo-wasm: policy.wasm runner
 	$(RUNNER) demo --wasm policy.wasm
 
+# The module of the last release (runner/bench/README.md: which commit, how
+# built, its sha256), measured by every bench beside the policy and the
+# floors, so that a regression shows as today's ratio above the release's
+# in the same run.
+RELEASE_MODULE := runner/bench/release-0.1.0.wasm
+
 bench: policy.wasm floors runner
 	$(RUNNER) bench --wasm policy.wasm \
 		--floor-accept $(FLOOR_DIR)/floor_accept.wasm \
 		--floor-sdk-parse $(FLOOR_DIR)/floor_sdk_parse.wasm \
-		--floor-sdk-mutate $(FLOOR_DIR)/floor_sdk_mutate.wasm
+		--floor-sdk-mutate $(FLOOR_DIR)/floor_sdk_mutate.wasm \
+		--release $(RELEASE_MODULE)
 
 # The cases of `make bench` through `kwctl bench` (what policy-server pays,
 # its work on a mutation included) for the policy and floors (b) and (c):
@@ -219,7 +285,7 @@ bench-kwctl: bench-kwctl-check policy.wasm floors runner
 	$(RUNNER) bench --write-cases $(BENCH_CASES)
 	python3 -m harness.bench_kwctl --kwctl $(KWCTL) --cases $(BENCH_CASES) --policy policy.wasm \
 		--floor-sdk-parse $(FLOOR_DIR)/floor_sdk_parse.wasm \
-		--floor-sdk-mutate $(FLOOR_DIR)/floor_sdk_mutate.wasm $(KWCTL_BENCH_FLAGS)
+		--floor-sdk-mutate $(FLOOR_DIR)/floor_sdk_mutate.wasm --release $(RELEASE_MODULE) $(KWCTL_BENCH_FLAGS)
 
 # The policy under concurrent load in one policy-server 1.35 (configured as
 # Kubewarden's controller configures it) beside the floors: throughput at
@@ -227,19 +293,20 @@ bench-kwctl: bench-kwctl-check policy.wasm floors runner
 # ratios to the floors, then the faults (the mix at saturation with every
 # answer checked, hostile bodies, SIGTERM and restart, RSS after 100,000
 # requests). About 9 minutes on 2 cores; docs/performance.md. Needs
-# policy-server, kwctl, wrk (apt-get install wrk), oha (cargo install oha
-# --locked), taskset, python3 with PyYAML. Another module in the same run:
+# policy-server, kwctl, wrk (apt-get install wrk; runner/wrk_rate.lua makes
+# it the constant-rate generator too), taskset, python3 with PyYAML. Another
+# module in the same run:
 # EXTRA_POLICIES="name=path/to/annotated.wasm,other=registry://...:v1"
 # (NAME=MODULE[:SETTINGS_JSON]); more flags: BENCH_SERVER_FLAGS (--help).
 EXTRA_POLICIES ?=
 BENCH_SERVER_FLAGS ?=
 WRK ?= wrk
-OHA ?= oha
 BENCH_SERVER = python3 -m harness.bench_server --policy annotated-policy.wasm \
 	--floor-accept $(FLOOR_DIR)/floor_accept.wasm \
 	--floor-sdk-parse $(FLOOR_DIR)/floor_sdk_parse.wasm \
 	--floor-sdk-mutate $(FLOOR_DIR)/floor_sdk_mutate.wasm \
-	--policy-server $(POLICY_SERVER) --kwctl $(KWCTL) --wrk $(WRK) --oha $(OHA) \
+	--release $(RELEASE_MODULE) \
+	--policy-server $(POLICY_SERVER) --kwctl $(KWCTL) --wrk $(WRK) \
 	$(foreach e,$(subst $(comma), ,$(EXTRA_POLICIES)),--extra '$(e)') $(BENCH_SERVER_FLAGS)
 comma := ,
 .PHONY: bench-server bench-server-smoke
@@ -275,7 +342,7 @@ scan-bench: cli
 # mode runs PROPTEST_LONG_CASES each, optimized (the `host` profile: -O3, no LTO).
 PROPTEST_LONG_CASES ?= 50000
 
-.PHONY: proptest-long fuzz fuzz-smoke fuzz-seeds
+.PHONY: proptest-long fuzz fuzz-smoke fuzz-build fuzz-seeds
 
 proptest-long:
 	PROPTEST_CASES=$(PROPTEST_LONG_CASES) cargo test --profile host --locked --test properties -- --nocapture
@@ -320,9 +387,17 @@ fuzz: fuzz-seeds
 	done
 
 # The harness's own tests first: its generators still reach what they fuzz.
+# fuzz-build builds both, which fuzz-smoke then finds built (.ci/run builds
+# them beside other steps, then runs them). The tests keep a build of their
+# own (dev profile): built with cargo fuzz's flags instead, to share its
+# dependencies, they cost as much CPU as the dev build they save (DEVELOPING.md, CI).
 fuzz-smoke:
 	cargo +$(FUZZ_TOOLCHAIN) test --manifest-path fuzz/Cargo.toml --lib
 	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
+
+fuzz-build:
+	cargo +$(FUZZ_TOOLCHAIN) test --manifest-path fuzz/Cargo.toml --lib --no-run
+	$(FUZZ) build
 
 # --- The Python package (harness/, pyproject.toml) ----------------------------
 # ruff check (its rules in pyproject.toml; the code keeps its hand-made

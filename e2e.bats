@@ -3,13 +3,16 @@
 # End-to-end tests, the Kubewarden way: kwctl runs the annotated module on the
 # admission requests of test_data/cases/<case>/ with that case's settings, and
 # on the settings of test_data/settings/. One test per behaviour of the policy
-# (see "What is mutated, and what never is" in README.md) and per settings
+# (see "What is mutated, and what never is" in docs/modes.md) and per settings
 # error; and every examples/*.yaml ClusterAdmissionPolicy run as the policy.
 #
 #   make e2e-tests          # builds and annotates the module, then runs this file
 #   bats e2e.bats           # with annotated-policy.wasm already built
 #
 # POLICY=<path or registry:// reference> runs another build of the module.
+# E2E_BIN_DIR=<dir> runs the testkit's `journey` and `cases` and the
+# operator's tool from there (CLI=<path> the tool alone) instead of building
+# them with cargo (.ci/run gives the ones its tests' build made).
 # Without kwctl on PATH every test reports itself skipped (.ci/run fails when
 # one is skipped while kwctl is on PATH). Needs jq and python3 with PyYAML.
 #
@@ -30,6 +33,17 @@ setup_file() {
 	export XDG_CACHE_HOME="$BATS_FILE_TMPDIR/cache"
 	# the mode-change tests' kwctl results, shared by the tests of a variant
 	export MODE_CHANGE_DIR="$BATS_FILE_TMPDIR/mode-change"
+}
+
+# testkit BIN ARGS...: the testkit's binary BIN
+testkit() {
+	local bin="$1"
+	shift
+	if [ -n "${E2E_BIN_DIR:-}" ]; then
+		"$E2E_BIN_DIR/$bin" "$@"
+	else
+		cargo run --quiet --locked -p policy-testkit --bin "$bin" -- "$@"
+	fi
 }
 
 setup() {
@@ -400,10 +414,10 @@ assert_one_proxy() {
 
 # --- mode exitOnJobCompletion -----------------------------------------------
 
-@test "exitOnJobCompletion: Job CREATE gets it in proxy.istio.io/config" {
+@test "exitOnJobCompletion: Job CREATE gets it in proxy.istio.io/config, with a warning that upstream Istio ignores it" {
 	run_case job-create-exit
 	assert_patched 'exitOnJobCompletion'
-	assert_no_warnings
+	assert_warning 'upstream Istio ignores it'
 }
 
 @test "exitOnJobCompletion: merged into an existing YAML proxy config (CronJob)" {
@@ -605,7 +619,8 @@ assert_one_proxy() {
 # request), so those cases are run through kwctl here.
 #
 # Kept fast: B's four kwctl runs go in parallel (most of a run is waiting
-# for the Sigstore trust root kwctl cannot fetch offline), the first passes
+# for the Sigstore trust root kwctl cannot fetch offline, unless told where
+# it is: .ci/run), the first passes
 # of a variant are run once for its three tests, and one python3 builds the
 # UPDATEs and one reads the responses.
 
@@ -698,6 +713,28 @@ def mode_annotation(obj, on_template):
     target = template(obj) if on_template else obj
     return (target.get("metadata") or {}).get("annotations", {}).get(MODE_KEY)
 
+# Whether a pass in mode m over obj makes an edit, and so may warn of its
+# caveats (policy_testkit::laws::makes_edit): a mode unless the template
+# carries its own record, disabled where there is a record to undo.
+def makes_edit(m, obj):
+    text = ((template(obj).get("metadata") or {}).get("annotations") or {}).get(RECORD_KEY)
+    if m == "disabled":
+        return text is not None
+    try:
+        own = json.loads(text).get("mode") if text else None
+    except ValueError:
+        own = None
+    return own != m
+
+# The warnings of B(A(x)) against those of B(x), by which pass makes an
+# edit (policy_testkit::laws::Warned::by_edits).
+def warned_alike(got, want, got_edits, want_edits):
+    if got_edits == want_edits:
+        return got == want
+    if want_edits:
+        return all(w in want for w in got)
+    return all(w in got for w in want)
+
 if command == "first":
     for m in TARGETS:
         got = admitted(os.path.join(case(m), "request.json"), m)
@@ -753,7 +790,9 @@ elif command == "check":
         if normalized(got["object"]) != normalized(want["object"]):
             differ("%s: %s after %s (got) vs %s on the original (want)" % (variant, b, a, b),
                    want["object"], got["object"])
-        if got["warnings"] != want["warnings"]:
+        edits = (makes_edit(b, load(request_path)["object"]),
+                 makes_edit(b, load(os.path.join(case(b), "request.json"))["object"]))
+        if not warned_alike(got["warnings"], want["warnings"], *edits):
             failures.append("%s: %s after %s warns %s, %s on the original %s"
                             % (variant, b, a, got["warnings"], b, want["warnings"]))
         if a == b and got["patched"]:
@@ -802,9 +841,22 @@ mode_change_wait() {
 
 # kwctl on the CREATE of variant $1 under every mode and disabled, once a
 # file: $MODE_CHANGE_DIR/$1/<M>.json, each checked against its golden case.
+# The tests of a variant may run at once (bats --jobs): the first to take
+# the variant's lock makes the passes, the others wait and find them done
+# (or make them again, and fail the same way, if they failed).
 mode_change_first_passes() {
+	mkdir -p "$MODE_CHANGE_DIR"
+	{
+		flock 9
+		# an if, not ||: errexit holds in the function called
+		if [ ! -f "$MODE_CHANGE_DIR/$1/done" ]; then
+			mode_change_make_first_passes "$1"
+		fi
+	} 9>"$MODE_CHANGE_DIR/$1.lock"
+}
+
+mode_change_make_first_passes() {
 	local variant="$1" dir="$MODE_CHANGE_DIR/$1" mode cdir
-	[ -f "$dir/done" ] && return 0
 	mkdir -p "$dir"
 	mode_change_jobs=()
 	for mode in "${MODE_CHANGE_TARGETS[@]}"; do
@@ -951,8 +1003,7 @@ mode_changes() {
 # hop's patch, warnings and Pod equal to test_data/journeys/<name>.json.
 
 @test "journeys: every hop through kwctl as natively, every Pod as the README promises" {
-	run cargo run --quiet --locked -p policy-testkit --bin journey -- \
-		--kwctl "$(command -v kwctl)" --module "$POLICY"
+	run testkit journey --kwctl "$(command -v kwctl)" --module "$POLICY"
 	echo "$output"
 	[ "$status" -eq 0 ]
 }
@@ -1021,10 +1072,13 @@ mode_changes() {
 # bats_helpers.bash).
 
 run_example() {
-	local module
+	local module args=()
 	module=$(module_uri "$POLICY")
-	check_example "examples/$1" test_data/cases/job-create-native/request.json "$module"
-	check_example "examples/$1" test_data/cases/pod-never-native/request.json "$module"
+	# A context-aware example: the Nodes of test_data/nodes/$NODES.yml
+	# replayed as Kubewarden's host lists them.
+	[ -z "${NODES:-}" ] || args=(--allow-context-aware --replay-host-capabilities-interactions "test_data/nodes/$NODES.yml")
+	check_example "examples/$1" test_data/cases/job-create-native/request.json "$module" "${args[@]}"
+	check_example "examples/$1" test_data/cases/pod-never-native/request.json "$module" "${args[@]}"
 }
 
 @test "examples/native-sidecar.yaml as the policy: same as the module with its settings" {
@@ -1047,6 +1101,64 @@ run_example() {
 	run_example quit-endpoint-labelled-pods.yaml
 }
 
+@test "examples/native-sidecar-node-check.yaml as the policy: same as the module with its settings, Nodes replayed" {
+	NODES=all-1.33 run_example native-sidecar-node-check.yaml
+	NODES=one-1.32 run_example native-sidecar-node-check.yaml
+}
+
+# --- nodeVersionCheck: the Nodes as Kubewarden's host lists them ------------
+
+# kwctl replays a Node list (test_data/nodes/$1.yml, in the format
+# `kwctl run --record-host-capabilities-interactions` writes) as the host's
+# answer to the policy's list_resources_all; $2 the request.
+run_with_nodes() {
+	run kwctl run --allow-context-aware \
+		--replay-host-capabilities-interactions "test_data/nodes/$1.yml" \
+		--request-path "${2:-test_data/cases/job-create-native/request.json}" \
+		--settings-json '{"mode":"nativeSidecar","nodeVersionCheck":true,"fallbackMode":"quitEndpoint"}' \
+		"$POLICY"
+	echo "output = ${output}"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"allowed":true'* ]]
+}
+
+@test "nodeVersionCheck: every kubelet 1.33 or later, the native form asked for" {
+	run_with_nodes all-1.33
+	assert_patched '"sidecar.istio.io/nativeSidecar":"true"'
+	refute_in_patch istio-job-sidecar-quit
+	assert_no_warnings
+}
+
+@test "nodeVersionCheck: one kubelet 1.32, quitEndpoint instead, the node and its release named" {
+	run_with_nodes one-1.32
+	assert_patched istio-job-sidecar-quit
+	refute_in_patch 'nativeSidecar":"true"'
+	assert_warning 'node pool-old-1 runs kubelet v1.32.9 (< 1.33); used quitEndpoint'
+}
+
+@test "nodeVersionCheck: a Pod on its own node (spec.nodeName) is that node's alone" {
+	local pod="$BATS_TEST_TMPDIR/pod.json"
+	jq '.object.spec.nodeName = "pool-a-1"' test_data/cases/pod-never-native/request.json >"$pod"
+	run_with_nodes one-1.32 "$pod"
+	assert_patched '"sidecar.istio.io/nativeSidecar":"true"'
+	assert_no_warnings
+	jq '.object.spec.nodeName = "pool-old-1"' test_data/cases/pod-never-native/request.json >"$pod"
+	run_with_nodes one-1.32 "$pod"
+	refute_in_patch 'nativeSidecar":"true"'
+	assert_warning 'node pool-old-1 runs kubelet v1.32.9'
+}
+
+@test "nodeVersionCheck without the Nodes granted (no --allow-context-aware): the fallback, with a warning" {
+	run kwctl run \
+		--request-path test_data/cases/job-create-native/request.json \
+		--settings-json '{"mode":"nativeSidecar","nodeVersionCheck":true,"fallbackMode":"quitEndpoint"}' \
+		"$POLICY"
+	echo "output = ${output}"
+	[ "$status" -eq 0 ]
+	assert_patched istio-job-sidecar-quit
+	assert_warning 'the Nodes could not be listed'
+}
+
 # --- kubectl istio-job-sidecar (cli/): its answers are the module's ---------
 
 # The tool runs the policy crate natively, kwctl the module: every patch and
@@ -1054,8 +1166,8 @@ run_example() {
 # inputs (kubectl's, a cluster dump, Istio's kube-inject outputs) must be
 # what kwctl answers for the same request (harness/cli_tests/kwctl_agrees.py).
 scan_agrees_with_kwctl() {
-	local settings="$1" cli="${CLI:-target/debug/kubectl-istio_job_sidecar}" scan
-	[ -n "${CLI:-}" ] || cargo build --locked -q -p istio-job-sidecar-cli
+	local settings="$1" cli="${CLI:-${E2E_BIN_DIR:-target/debug}/kubectl-istio_job_sidecar}" scan
+	[ -n "${CLI:-}${E2E_BIN_DIR:-}" ] || cargo build --locked -q -p istio-job-sidecar-cli
 	scan="$BATS_TEST_TMPDIR/scan.json"
 	"$cli" scan cli/tests/data/manifests cli/tests/data/kustomized.yaml cli/tests/data/cluster.json \
 		test_data/fixtures --settings "$settings" --now 2025-12-08T16:32:00Z -o json >"$scan"
@@ -1091,7 +1203,7 @@ wait_cases() {
 @test "every case of testkit/src/cases.rs through kwctl: the patch gives expected.json, with the same warnings" {
 	local dir="$BATS_TEST_TMPDIR/cases" name names=() running=() failed=()
 	mkdir -p "$dir"
-	cargo run --quiet --locked -p policy-testkit --bin cases -- --list >"$dir/names" 2>"$dir/cargo.log" || {
+	testkit cases --list >"$dir/names" 2>"$dir/cargo.log" || {
 		cat "$dir/cargo.log"
 		return 1
 	}

@@ -15,7 +15,9 @@
 # settings of theirs, in protect mode with the module from the registry, in
 # protect mode from the local file, and in monitor mode. Every examples/*.yaml
 # runs on a policy-server of its own, with exactly the policies.yml the
-# controller writes for it.
+# controller writes for it. The context-aware example runs once more with a
+# Kubernetes API to list Nodes from (harness/kube_api.py, in the test's own
+# python3 process, over HTTPS; policy-server finds it by KUBECONFIG).
 #
 # Everything lives in one mktemp directory; teardown_file stops the
 # registry and every policy-server and removes it, whatever happened.
@@ -154,6 +156,14 @@ cases_server() {
 			--request test_data/cases/job-create-native/request.json \
 			--request test_data/cases/pod-never-native/request.json
 	done
+}
+
+@test "examples/native-sidecar-node-check.yaml, its policy-server's KUBECONFIG naming an API server that serves Nodes: no answer while RBAC forbids listing them, a rejection at the grant; then native, fallback naming the old node, a Pod's own node; each answer kwctl's replay of the same Node list" {
+	cases_server
+	# One policy-server; the Node lists of test_data/nodes/ change under it
+	# by watch events (harness/kube_api.py, harness/checks.py NODE_STEPS).
+	python3 -m harness check-nodes --registry-module "$REF" --insecure-source "127.0.0.1:$REGISTRY_PORT" \
+		--workdir "$SERVER_DIR/nodes" --local-module annotated-policy.wasm --unauthorized-seconds 3
 }
 
 @test "bad settings: policy-server, as the controller runs it, refuses to start, with the policy's own message" {
