@@ -1,7 +1,10 @@
 # The module users run, and everything that checks it.
 WASM_TARGET := wasm32-wasip1
 CRATE       := istio_job_sidecar_policy
-RELEASE_DIR := target/$(WASM_TARGET)/release
+# cargo's own CARGO_TARGET_DIR, where set (.ci/run builds the module beside
+# the runner's engine in a directory of its own, out of the way of cargo's lock)
+TARGET_DIR  := $(or $(CARGO_TARGET_DIR),target)
+RELEASE_DIR := $(TARGET_DIR)/$(WASM_TARGET)/release
 VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 OCI_REPOSITORY ?= ghcr.io/example/policies/istio-job-sidecar
 SOURCES     := $(shell find src -name '*.rs' -o -name '*.sh') Cargo.toml Cargo.lock
@@ -229,7 +232,7 @@ artifacthub: kwctl-check metadata.yml questions-ui.yml README.md
 # `make runner` and `make wasm-tests` share one wasmtime build.
 HOST_DIR  := target/host
 RUNNER    := $(HOST_DIR)/policy-runner
-FLOOR_DIR := target/$(WASM_TARGET)/release
+FLOOR_DIR := $(RELEASE_DIR)
 
 floors:
 	cargo build --target $(WASM_TARGET) --release --locked -p floor-accept -p floor-sdk-parse -p floor-sdk-mutate
