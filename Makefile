@@ -1,8 +1,7 @@
 # The module users run, and everything that checks it.
 WASM_TARGET := wasm32-wasip1
 CRATE       := istio_job_sidecar_policy
-# cargo's own CARGO_TARGET_DIR, where set (.ci/run builds the module beside
-# the runner's engine in a directory of its own, out of the way of cargo's lock)
+# cargo's own CARGO_TARGET_DIR, where set: the module is where cargo put it
 TARGET_DIR  := $(or $(CARGO_TARGET_DIR),target)
 RELEASE_DIR := $(TARGET_DIR)/$(WASM_TARGET)/release
 VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
