@@ -311,16 +311,18 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
         let resources = "jobs,cronjobs,pods";
         scanner.scan.sources.push(kubectl.describe(resources));
         kubectl.get(resources, &mut |found| scanner.take(found))?;
+        // Namespaces and Nodes are cluster-scoped: read whatever namespace
+        // the workloads came from.
+        let cluster_wide = Kubectl {
+            namespace: None,
+            ..kubectl
+        };
         let wants_labels = config
             .policy
             .as_ref()
             .is_some_and(|p| p.webhook.needs_namespace_labels());
         if wants_labels {
-            let all = Kubectl {
-                namespace: None,
-                ..kubectl.clone()
-            };
-            if let Err(e) = all.get("namespaces", &mut |found| scanner.take(found)) {
+            if let Err(e) = cluster_wide.get("namespaces", &mut |found| scanner.take(found)) {
                 out::err_line(format_args!(
                     "warning: the namespaceSelector is not applied: {e}"
                 ));
@@ -328,11 +330,7 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
         }
         // The kubelets that must not run Istio's native sidecar on a Job's
         // Pod: read when the cluster lets them be (get and list on nodes).
-        let all = Kubectl {
-            namespace: None,
-            ..kubectl.clone()
-        };
-        if let Err(e) = all.get("nodes", &mut |found| scanner.take(found)) {
+        if let Err(e) = cluster_wide.get("nodes", &mut |found| scanner.take(found)) {
             out::err_line(format_args!(
                 "warning: the Nodes' kubelets are not checked: {e}"
             ));
