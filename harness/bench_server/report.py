@@ -22,7 +22,12 @@ class Report:
             for label in ("300", "half"):
                 r = (lat.get(policy) or {}).get(label)
                 if r is None:
-                    cells.append("" if policy == "floor-accept" else "- (over 0.8x saturation)")
+                    if policy == "floor-accept":
+                        cells.append("")
+                    elif label not in self.latency_labels():
+                        cells.append("- (not in the smoke)")
+                    else:
+                        cells.append("- (over 0.8x saturation)")
                     p99r.append("-")
                     continue
                 cells.append("%.2f/%.2f/%.2f @%d" % (r["p50"] * 1e3, r["p95"] * 1e3, r["p99"] * 1e3, r["rate"]))

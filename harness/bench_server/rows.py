@@ -65,12 +65,18 @@ class Rows:
         """The policy's modes and the extra modules get ratios to a floor."""
         return policy in self.policies or policy in [e[0] for e in self.extra]
 
+    def latency_labels(self):
+        """The fixed loads: 300 req/s and half the floor's saturation; the
+        smoke runs the first only (the same code, half the time)."""
+        return ("300",) if self.o.smoke else ("300", "half")
+
     def rows(self, server):
         o = self.o
         log("\n== 1. per request type and module, interleaved: saturation (wrk -t1 -c%d, %d round(s) of %d s), "
-            "fixed load (wrk -c%d at a constant rate, latency-corrected, %d round(s) of %.1f s after %.1f s of warm-up)"
-            % (o.connections, o.saturation_rounds, o.saturation_seconds, o.rate_connections, o.rounds,
-               o.latency_seconds, o.warm_up))
+            "fixed load (wrk -c%d at a constant rate%s, latency-corrected, %d round(s) of %.1f s "
+            "after %.1f s of warm-up)"
+            % (o.connections, o.saturation_rounds, o.saturation_seconds, o.rate_connections,
+               ", 300 req/s only in the smoke" if o.smoke else "", o.rounds, o.latency_seconds, o.warm_up))
         log("  req/s = requests / policy-server's CPU seconds in the best round (its capacity on one core whoever "
             "else runs there; the best, as a benchmark takes the least time, since other work only slows a round); "
             "wall = the best round's requests / wall second; p50/p95/p99 = the lowest of the rounds")
@@ -97,7 +103,7 @@ class Rows:
             for s in sat.values():
                 s["server_util"] = sum(s["util"]) / len(s["util"])
             lat = {p: {} for p in order if p != "floor-accept"}
-            for label in ("300", "half"):
+            for label in self.latency_labels():
                 for rnd in range(o.rounds):
                     for policy in order[rnd % len(order):] + order[:rnd % len(order)]:
                         if policy == "floor-accept":
