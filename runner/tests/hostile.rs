@@ -18,7 +18,7 @@
 //! under every other mode and `disabled`, with the warning that says which
 //! record was left as it is.
 //!
-//! `cargo test --profile host -p policy-runner --test hostile -- --nocapture`
+//! `cargo test --profile host-test -p policy-runner --test hostile -- --nocapture`
 //! (after `make policy.wasm`) prints the table.
 
 mod common;
