@@ -39,7 +39,7 @@ fn validate_regressions() {
         let Some(mutated) = answer.mutated else {
             continue;
         };
-        let sent: Value = serde_json::from_slice(&payload).unwrap();
+        let sent = policy_testkit::json::from_slice(&payload).unwrap();
         check_fixed_point(
             validate,
             &sent["request"],

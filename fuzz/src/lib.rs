@@ -62,7 +62,7 @@ pub fn check_idempotent(payload: &[u8]) {
     let Some(mutated) = check_answer(&validate(payload)) else {
         return;
     };
-    let sent: Value = serde_json::from_slice(payload).expect("a mutated payload is JSON");
+    let sent = policy_testkit::json::from_slice(payload).expect("a mutated payload is JSON");
     let (request, settings) = (&sent["request"], sent.get("settings"));
     policy_testkit::check_fixed_point(validate, request, settings, &mutated, Order::PolicyServer)
         .unwrap_or_else(|e| panic!("{e}"));

@@ -20,7 +20,7 @@ pub struct Answer {
 /// holds for every answer of this policy: it is JSON, it accepts, and each
 /// warning is a string of at most `MAX_WARNING_CHARS` characters.
 pub fn check_answer(raw: &[u8]) -> Result<Answer, String> {
-    let answer: Value = serde_json::from_slice(raw).map_err(|e| {
+    let answer: Value = crate::json::from_slice(raw).map_err(|e| {
         format!(
             "the answer is not JSON ({e}): {}",
             String::from_utf8_lossy(raw)

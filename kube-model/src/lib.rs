@@ -15,6 +15,8 @@
 //! - `controllers`: what the CronJob and Job controllers copy down;
 //! - `kube`: the API server's defaults, the Pod rules no schema states,
 //!   what is stored, and comparison up to what Kubernetes drops;
+//! - `json`: JSON text read as written (serde_json's `Value` reader takes
+//!   one special key for something else);
 //! - `istio`: Istio's sidecar injector (the `sidecar` template, a custom
 //!   template patching `istio-proxy`, `grpc-agent`);
 //! - `policy`: the one trait that asks the policy (native, wasm or kwctl);
@@ -29,6 +31,7 @@ pub mod admission;
 pub mod answer;
 pub mod controllers;
 pub mod istio;
+pub mod json;
 pub mod kube;
 pub mod policy;
 pub mod time;
