@@ -313,7 +313,9 @@ impl ModeChange {
             WorkloadKind::Pod => Kind::Pod,
         };
         let text = self.workload.object_as(kind);
-        let mut object: Value = serde_json::from_str(&text)
+        // Read literally: a generated key may be serde_json's private
+        // RawValue key, which `Value`'s own reader takes for something else.
+        let mut object = policy_testkit::json::from_slice(text.as_bytes())
             .unwrap_or_else(|e| panic!("harness bug: the object is not JSON ({e}): {text}"));
         let sidecar = if self.sidecar_envoy == Some(true) {
             "envoy"
