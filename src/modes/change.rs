@@ -209,6 +209,57 @@ mod tests {
         assert_eq!(template(&quit)["spec"], template(&legacy)["spec"]);
     }
 
+    /// A quitEndpoint record may name the proxy (quitEndpoint never wraps
+    /// it: a hand-made record). Its undo refused, nativeSidecar still moves
+    /// the proxy, wrapper and all, into the init containers; the next pass
+    /// keeps that edit too instead of taking the record for one of a
+    /// container that is gone, so the output is a fixed point.
+    #[test]
+    fn a_record_of_the_moved_proxy_stays_untrusted() {
+        let record = r#"{"mode":"quitEndpoint","container":"istio-proxy"}"#;
+        let status = r#"{"initContainers":null,"containers":["istio-proxy"],"volumes":null}"#;
+        let mut object = cronjob(
+            json!({"istio-job-sidecar/applied": record, "sidecar.istio.io/status": status}),
+            json!(["run"]),
+        );
+        let proxy = json!({"name": "istio-proxy", "image": "proxy", "command": wrapped(&[])});
+        template_mut(&mut object)["spec"]["containers"]
+            .as_array_mut()
+            .unwrap()
+            .push(proxy.clone());
+        let (moved, warnings) = update(&object, "nativeSidecar");
+        let kept = "istio-job-sidecar/applied: quitEndpoint edit kept:";
+        assert_eq!(
+            warnings,
+            vec![format!("{kept} the wrapper holds no command")]
+        );
+        assert_eq!(
+            template(&moved)["spec"]["initContainers"][0]["command"],
+            proxy["command"]
+        );
+        assert_eq!(
+            template(&moved)["metadata"]["annotations"]["istio-job-sidecar/applied"],
+            record
+        );
+        let again = format!("{kept} the wrapped proxy is a native sidecar");
+        assert!(crate::warning::fits(&again));
+        assert_eq!(
+            update(&moved, "nativeSidecar"),
+            (moved.clone(), vec![again])
+        );
+        // Without the wrapper nothing of quitEndpoint's is left: the record goes.
+        let mut unwrapped = moved.clone();
+        template_mut(&mut unwrapped)["spec"]["initContainers"][0]["command"] =
+            json!(["pilot-agent"]);
+        let (out, warnings) = update(&unwrapped, "nativeSidecar");
+        assert_eq!(warnings, Vec::<String>::new());
+        assert!(template(&out)["metadata"]["annotations"]["istio-job-sidecar/applied"].is_null());
+    }
+
+    fn template_mut(object: &mut serde_json::Value) -> &mut serde_json::Value {
+        &mut object["spec"]["jobTemplate"]["spec"]["template"]
+    }
+
     /// A record that cannot be trusted undoes nothing and stays as it is;
     /// the mode wanted now is still applied, without a record of its own.
     #[rstest::rstest]

@@ -171,8 +171,9 @@ fn script_node() -> Node<'static> {
 /// element for element. Nothing is left to take back when the container
 /// is gone or its command is no wrapper (its owner wrote it back, by hand
 /// or through an applier that owns `command`). Refused when the container
-/// is there more than once, or its wrapper holds no command: those are
-/// not what this mode left.
+/// is there more than once, its wrapper holds no command, or it is the
+/// proxy moved into the init containers with a wrapper: those are not
+/// what this mode left.
 pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
     let named: Vec<usize> = t
         .object
@@ -186,7 +187,7 @@ pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
         .collect();
     let index = match named[..] {
         [index] => index,
-        [] => return Ok(Undone::Done { changed: false }),
+        [] => return Ok(in_init_containers(container, t)),
         _ => return Ok(Undone::Refused("container not in the pod once".into())),
     };
     let node = t.object.item("containers", index)?;
@@ -198,6 +199,39 @@ pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
             Ok(Undone::Done { changed: true })
         }
         None => Ok(Undone::Done { changed: false }),
+    }
+}
+
+/// `undo` of a container that is not among the containers. This mode only
+/// wraps containers, but a record may name the proxy (a hand-made or
+/// hostile one), and a pass whose undo was refused then still moves the
+/// proxy, wrapper and all, into the init containers (nativeSidecar). That
+/// edit is kept there too, so the next pass answers as the one that moved
+/// it; any other container that is gone, or a proxy without a wrapper,
+/// leaves nothing to take back.
+fn in_init_containers(container: &str, t: &mut Target) -> Undone {
+    if container != t.settings.sidecar_container_name {
+        return Undone::Done { changed: false };
+    }
+    let Ok(view) = t.object.view() else {
+        return Undone::Done { changed: false };
+    };
+    let Some(index) = view
+        .init_containers()
+        .iter()
+        .position(|c| c.name.as_deref() == Some(container))
+    else {
+        return Undone::Done { changed: false };
+    };
+    let wrapped = t
+        .object
+        .item("initContainers", index)
+        .and_then(read_command)
+        .is_ok_and(|command| command.as_deref().and_then(original_command).is_some());
+    if wrapped {
+        Undone::Refused("the wrapped proxy is a native sidecar".into())
+    } else {
+        Undone::Done { changed: false }
     }
 }
 

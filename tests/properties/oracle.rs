@@ -895,7 +895,7 @@ pub fn undo_expectation(kind: Kind, object: &Value, sidecar: &str, wanted: Optio
                 Applied::Exit {
                     inserted, created, ..
                 } => undo_exit(&mut o, t, inserted, *created),
-                Applied::Quit { container, .. } => undo_quit(&mut o, t, container),
+                Applied::Quit { container, .. } => undo_quit(&mut o, t, container, sidecar),
             };
             // Then what the record says the policy did to the annotation.
             let done = done.map(|edited| match applied.annotation() {
@@ -944,12 +944,28 @@ pub fn wrapped_original(command: &[String]) -> Option<&[String]> {
 /// prefix, element for element. Nothing is left when there is no such
 /// container, or its command is no wrapper (or none): its owner wrote it
 /// back. Refused when there are several, or the wrapper holds no command.
-pub fn undo_quit(o: &mut Value, t: &str, container: &str) -> Result<bool, &'static str> {
+pub fn undo_quit(
+    o: &mut Value,
+    t: &str,
+    container: &str,
+    sidecar: &str,
+) -> Result<bool, &'static str> {
     let list = containers(o, t, "containers");
     let named: Vec<usize> = (0..list.len())
         .filter(|&i| list[i]["name"].as_str().unwrap_or_default() == container)
         .collect();
     let i = match named[..] {
+        // A record naming the proxy, whose refused undo left the wrapper
+        // on it when nativeSidecar moved it: still refused there.
+        [] if container == sidecar
+            && containers(o, t, "initContainers")
+                .iter()
+                .find(|c| c["name"].as_str() == Some(container))
+                .and_then(command_of)
+                .is_some_and(|c| wrapped_original(&c).is_some()) =>
+        {
+            return Err("the wrapped proxy is a native sidecar")
+        }
         [] => return Ok(false),
         [i] => i,
         _ => return Err("container not in the pod once"),
