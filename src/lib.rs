@@ -16,6 +16,7 @@ pub mod response;
 pub mod settings;
 pub mod warning;
 pub mod workload;
+pub mod yaml;
 
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use wapc_guest::CallResult;
