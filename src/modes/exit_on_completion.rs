@@ -10,8 +10,9 @@ use crate::json::{Node, ShapeError};
 use crate::modes::target::{ModeOutcome, Target, Undone};
 use crate::names::{ANNOTATION_PROXY_CONFIG, EXIT_ON_JOB_COMPLETION as KEY};
 use crate::record::Applied;
+use crate::yaml::{self, Mapping, Value};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_yaml::{Mapping, Value};
+use std::collections::btree_map::Entry;
 use std::fmt;
 
 pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
@@ -122,7 +123,7 @@ fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
         }
     }
     let now = read_mapping(text).map_err(|_| "no longer a mapping".to_owned())?;
-    match now.get(KEY) {
+    match now.get(&Value::key(KEY)) {
         Some(Value::Bool(true)) => {}
         // Gone, or another value the user wrote in its place: nothing of
         // the policy's is left.
@@ -136,8 +137,8 @@ fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
         };
         let candidate = [&text[..at], &text[at + inserted.len()..]].concat();
         if let Ok(mut mapping) = read_mapping(&candidate) {
-            if !mapping.contains_key(KEY) {
-                mapping.insert(Value::String(KEY.into()), Value::Bool(true));
+            if let Entry::Vacant(slot) = mapping.entry(Value::key(KEY)) {
+                slot.insert(Value::Bool(true));
                 if mapping == now {
                     return Ok(Some(candidate));
                 }
@@ -207,7 +208,7 @@ pub fn merge_fast(text: &str) -> Option<Option<String>> {
 /// there.
 pub fn merge_verified(text: &str) -> Result<Option<String>, String> {
     let original = read_mapping(text)?;
-    if original.contains_key(KEY) {
+    if original.contains_key(&Value::key(KEY)) {
         return Ok(None);
     }
     let candidate = if original.is_empty() && only_comments(text) {
@@ -225,7 +226,7 @@ pub fn merge_verified(text: &str) -> Result<Option<String>, String> {
         join_line(text, &format!("{}{KEY}: true", block_indent(text)))
     };
     let mut expected = original;
-    expected.insert(Value::String(KEY.into()), Value::Bool(true));
+    expected.insert(Value::key(KEY), Value::Bool(true));
     match read_mapping(&candidate) {
         Ok(reread) if reread == expected => Ok(Some(candidate)),
         _ => Err("its form cannot be extended safely; add the key by hand".into()),
@@ -486,7 +487,7 @@ fn one_line_scalar(value: &str) -> bool {
 }
 
 fn read_mapping(text: &str) -> Result<Mapping, String> {
-    match serde_yaml::from_str::<Value>(text) {
+    match yaml::from_str(text) {
         Ok(Value::Mapping(m)) => Ok(m),
         Ok(Value::Null) => Ok(Mapping::new()),
         Ok(_) => Err("it is not a mapping".into()),
