@@ -390,19 +390,17 @@ fuzz: fuzz-seeds
 		if [ $$rc -ne 0 ]; then tail -n 60 fuzz/$$t.log; exit $$rc; fi; \
 	done
 
-# The harness's own tests first: its generators still reach what they fuzz.
-# fuzz-build builds both, which fuzz-smoke then finds built (.ci/run builds
-# them beside other steps, then runs them). The tests keep a build of their
-# own (dev profile): built with cargo fuzz's flags instead, to share its
-# dependencies, they cost as much CPU as the dev build they save (DEVELOPING.md, CI).
+# Each target for FUZZ_SMOKE_SECONDS. The harness's own tests (its
+# generators still reach what they fuzz) are not here: fuzz/harness/ is a
+# member of the root workspace, so they run in `make test`'s dev build.
+# fuzz-build builds the targets, which fuzz-smoke then finds built (.ci/run
+# builds them beside other steps, then runs them).
 fuzz-smoke:
-	cargo +$(FUZZ_TOOLCHAIN) test --manifest-path fuzz/Cargo.toml --lib
 	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
 
 # The targets only: the hand tools beside them (payload, mode_change_explain;
 # RELIABILITY.md) are built when run.
 fuzz-build:
-	cargo +$(FUZZ_TOOLCHAIN) test --manifest-path fuzz/Cargo.toml --lib --no-run
 	@set -e; for t in $(FUZZ_TARGETS); do $(FUZZ) build $$t; done
 
 # --- The Python package (harness/, pyproject.toml) ----------------------------

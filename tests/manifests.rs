@@ -1321,7 +1321,14 @@ fn every_pointer_to_the_facts_lands() {
     let known: BTreeSet<String> = headings(&facts).into_iter().collect();
     let mut missing = Vec::new();
     for dir in [
-        "src", "testkit", "tests", "runner", "cli", "fuzz/src", "harness",
+        "src",
+        "testkit",
+        "tests",
+        "runner",
+        "cli",
+        "fuzz/src",
+        "fuzz/harness",
+        "harness",
     ] {
         let mut stack = vec![root().join(dir)];
         while let Some(path) = stack.pop() {

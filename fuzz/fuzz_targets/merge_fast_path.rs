@@ -3,7 +3,7 @@
 //! YAML-verified path (`merge_verified`) does.
 #![no_main]
 
-use istio_job_sidecar_policy_fuzz::{check_merge, ConfigText};
+use fuzz_harness::{check_merge, ConfigText};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: ConfigText| {

@@ -1,10 +1,10 @@
 //! The laws of a change of mode on generated workloads (see
-//! `fuzz/src/mode_change.rs`): for modes A and B, A(A(x)) is not mutated,
+//! `fuzz/harness/src/mode_change.rs`): for modes A and B, A(A(x)) is not mutated,
 //! B(A(x)) == B(x) and disabled(A(x)) == disabled(x), every answer an
 //! accept with warnings of at most 120 characters.
 #![no_main]
 
-use istio_job_sidecar_policy_fuzz::{check_scenario, ModeChange};
+use fuzz_harness::{check_scenario, ModeChange};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: ModeChange| {

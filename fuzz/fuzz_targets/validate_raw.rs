@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    istio_job_sidecar_policy_fuzz::check_raw(data);
+    fuzz_harness::check_raw(data);
 });

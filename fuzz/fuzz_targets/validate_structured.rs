@@ -3,7 +3,7 @@
 //! again is not mutated again.
 #![no_main]
 
-use istio_job_sidecar_policy_fuzz::{check_structured, Input};
+use fuzz_harness::{check_structured, Input};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: Input| {

@@ -5,7 +5,7 @@
 //! which law fails, if one does.
 
 use arbitrary::{Arbitrary, Unstructured};
-use istio_job_sidecar_policy_fuzz::{ModeChange, Scenario};
+use fuzz_harness::{ModeChange, Scenario};
 
 fn main() {
     let path = std::env::args()

@@ -3,7 +3,7 @@
 //! fuzz/regressions/validate/.
 
 use arbitrary::{Arbitrary, Unstructured};
-use istio_job_sidecar_policy_fuzz::Input;
+use fuzz_harness::Input;
 
 fn main() {
     let path = std::env::args().nth(1).expect("usage: payload <artifact>");

@@ -998,7 +998,8 @@ mod tests {
     /// fuzz/regressions/mode_change/*.json: scenarios a law once failed on.
     #[test]
     fn mode_change_regressions() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions/mode_change");
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../regressions/mode_change");
         let mut n = 0;
         for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             let path = entry.unwrap().path();
