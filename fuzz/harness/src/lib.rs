@@ -956,7 +956,7 @@ mod tests {
     }
 
     /// Not a check: `SURVEY=<n> [MODE_CHANGE_UNTYPED=1] [SURVEY_DIR=<dir>]
-    /// cargo +nightly test --release --lib survey -- --ignored --nocapture`
+    /// cargo test --release -p policy-fuzz-harness survey -- --ignored --nocapture`
     /// runs n pseudo-random mode changes and sums up the failures by law
     /// and by why the laws would not apply (the first scenario of each
     /// class is written to SURVEY_DIR).
