@@ -17,6 +17,8 @@
 //! - `yaml`: YAML read as kubectl reads it, edited in place (render).
 //! - `out`: stdout and stderr written without a panic when the reader is gone.
 
+#![forbid(unsafe_code)]
+
 pub mod conditions;
 pub mod config;
 pub mod end;

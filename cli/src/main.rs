@@ -9,6 +9,8 @@
 //! `end-stuck` command that failed. A reader that goes away (`| head`)
 //! changes none of them: what is left to write is dropped (`out`).
 
+#![forbid(unsafe_code)]
+
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;

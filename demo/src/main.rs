@@ -4,6 +4,8 @@
 //! built; `policy-runner demo --wasm policy.wasm` (`make demo-wasm`) prints
 //! the same from the module in the engine, and the runner's tests check that.
 
+#![forbid(unsafe_code)]
+
 use std::io::Write;
 use std::process::ExitCode;
 

@@ -1,4 +1,6 @@
 //! `validate` on arbitrary bytes: no panic, always a JSON accept.
+
+#![forbid(unsafe_code)]
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,5 +1,7 @@
 //! `validate_settings` on arbitrary bytes: always a SettingsValidationResponse,
 //! and `validate` agrees with it on which settings are invalid.
+
+#![forbid(unsafe_code)]
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -27,6 +27,8 @@
 //!
 //! Nothing here decides what the policy does: that is the policy crate's.
 
+#![forbid(unsafe_code)]
+
 pub mod admission;
 pub mod answer;
 pub mod controllers;

@@ -13,6 +13,13 @@
 //! policy crate itself (`native`). Without `engine`, what is left (the
 //! admission response and patch, the demo's text, the summaries) builds in
 //! seconds: `policy-demo` (`make demo`) uses it that way.
+//!
+//! No unsafe code but in `memory`: wasmtime measures a guest's linear
+//! memory only through a custom `MemoryCreator`, an unsafe trait (its
+//! `LinearMemory` must uphold what wasmtime's generated code assumes), and
+//! wasmtime-provider keeps the `Store` a safe `ResourceLimiter` would need.
+
+#![deny(unsafe_code)]
 
 pub mod admission;
 #[cfg(feature = "engine")]
@@ -22,6 +29,7 @@ mod error;
 #[cfg(feature = "engine")]
 pub mod host;
 #[cfg(feature = "engine")]
+#[allow(unsafe_code)]
 pub mod memory;
 #[cfg(feature = "native")]
 pub mod native;

@@ -1,5 +1,7 @@
 //! `policy-runner`: run a Kubewarden policy module as policy-server does.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;

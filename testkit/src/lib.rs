@@ -20,6 +20,8 @@
 //!   (`kube`) and Istio's injector (`istio`), and the journeys every build
 //!   is held to.
 
+#![forbid(unsafe_code)]
+
 pub mod cases;
 pub mod journey;
 pub mod journeys;

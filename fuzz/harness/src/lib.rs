@@ -24,6 +24,8 @@
 //! workload's mode annotation), checked against the laws of a change of
 //! mode by `check_scenario` (see there).
 
+#![forbid(unsafe_code)]
+
 pub mod mode_change;
 mod records;
 

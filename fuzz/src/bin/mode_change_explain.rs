@@ -4,6 +4,8 @@
 //! that with `--json`), every pass of the check with what it changed, and
 //! which law fails, if one does.
 
+#![forbid(unsafe_code)]
+
 use arbitrary::{Arbitrary, Unstructured};
 use fuzz_harness::{ModeChange, Scenario};
 

@@ -2,6 +2,8 @@
 //! artifact) builds: `payload <artifact>`. That payload is what goes into
 //! fuzz/regressions/validate/.
 
+#![forbid(unsafe_code)]
+
 use arbitrary::{Arbitrary, Unstructured};
 use fuzz_harness::Input;
 

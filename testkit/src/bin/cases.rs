@@ -7,6 +7,8 @@
 //! cases --list
 //! ```
 
+#![forbid(unsafe_code)]
+
 use policy_testkit::cases::Cases;
 
 fn main() {

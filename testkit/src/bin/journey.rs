@@ -15,6 +15,8 @@
 //! most of a run's second waiting (it cannot fetch the Sigstore trust root
 //! here), so journeys run side by side, each one's hops in order.
 
+#![forbid(unsafe_code)]
+
 use kube_model::policy::{Admitted, Policy};
 use policy_testkit::journey::{check, Clusters, Journey};
 use policy_testkit::journeys;
