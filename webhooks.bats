@@ -141,3 +141,23 @@ setup() {
 		sys.exit(1 if bad else 0)
 	EOF
 }
+
+@test "examples/mutating-admission-policy/: the in-tree alternative validates against Kubernetes 1.36 and 1.37 (not 1.35), and its matchConditions, run by cel-python, annotate exactly the templates that do not choose" {
+	python3 -c 'import kubernetes_validate' 2>/dev/null || skip "python3 without kubernetes-validate (pip install kubernetes-validate==1.37.0)"
+	python3 -m harness check-admission-policies examples/mutating-admission-policy/*.yaml
+	# The check can fail: a condition that lets every template through
+	# (over a user's "false"), and a field no schema knows.
+	local broken="$BATS_TEST_TMPDIR/broken.yaml"
+	python3 - "$broken" <<-'EOF2'
+		import sys, yaml
+		docs = list(yaml.safe_load_all(open("examples/mutating-admission-policy/native-sidecar-jobs.yaml")))
+		docs[0]["spec"]["matchConditions"][0]["expression"] = "true"
+		docs[1]["spec"]["futureField"] = 1
+		yaml.safe_dump_all(docs, open(sys.argv[1], "w"))
+	EOF2
+	run python3 -m harness check-admission-policies "$broken"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"template the user's \"false\": mutated True, want False"* ]]
+	[[ "$output" == *"MutatingAdmissionPolicyBinding istio-native-sidecar-jobs: Kubernetes 1.36.0"* ]]
+}

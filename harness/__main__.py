@@ -18,14 +18,15 @@ Names follow the controller release $CONTROLLER_RELEASE (default: the
 newest form, kw.cap.<name>; 1.37.1 and older: clusterwide-<name>).
 The checks (each prints a line per item, exits 1 on any failure):
   case-policies, check-cases, check-example, check-nodes, check-bad-settings,
-  check-continue-on-errors, check-webhooks, check-table, check-schemas
+  check-continue-on-errors, check-webhooks, check-table, check-schemas,
+  check-admission-policies
 """
 import argparse
 import json
 import sys
 from pathlib import Path
 
-from . import apiserver, checks, controller, schemas
+from . import admission_policies, apiserver, checks, controller, schemas
 from .policy_server import PolicyServer, StartFailed, make_tls, stop_pidfile
 
 
@@ -126,6 +127,10 @@ def main(argv=None):
     p.add_argument("--cases", default="test_data/cases")
     p.add_argument("--journeys", default="test_data/journeys")
 
+    p = sub.add_parser("check-admission-policies", help="the MutatingAdmissionPolicies of examples/mutating-admission-policy/: "
+                       "schemas (kubernetes-validate), matchConditions run by cel-python")
+    p.add_argument("files", nargs="+")
+
     args = parser.parse_args(argv)
     try:
         controller.release_number()
@@ -195,6 +200,9 @@ def main(argv=None):
     elif args.command == "check-table":
         for table in args.tables:
             failures += checks.check_table(table)
+    elif args.command == "check-admission-policies":
+        for path in args.files:
+            failures += admission_policies.check(path)
     elif args.command == "check-schemas":
         try:
             failures, summary = schemas.check(args.cases, args.journeys)
