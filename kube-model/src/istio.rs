@@ -1,8 +1,13 @@
 //! A model of Istio's sidecar injector (the default revision) and of what
 //! pilot-agent reads of the Pod it runs in, written from Istio's source
-//! (istio/istio at commit 86c9f01, 2026-08-22, the tree of 1.28+; where
-//! 1.24-1.26 differ, `Release` says how): for the Pod hop of a journey, the
-//! Pod the API server stores once Istio's webhook has mutated it.
+//! (istio/istio at commit 86c9f01, 2026-08-22, the tree of 1.28+, and read
+//! again at branch `release-1.31`, a8d70121, 2026-08-20, which differs from
+//! 1.30.3 and from 86c9f01 in nothing modelled here; where 1.24-1.26
+//! differ, `Release` says how): for the Pod hop of a journey, the Pod the
+//! API server stores once Istio's webhook has mutated it. Not modelled:
+//! 1.31's refusal of a Pod whose `prometheus.io/port` (or
+//! `prometheus.istio.io/scrape-targets`) names no port, the agent's port or
+//! one Istio reserves (`applyPrometheusMerge`, `webhook.go`).
 //!
 //! This is a second, independent statement of Istio's rules: it spells
 //! every name and list itself and shares nothing with the policy crate,
@@ -85,7 +90,7 @@
 //!   `postStart`) were taken on the annotation as it stood at injection.
 //!
 //! - Which templates (`inject.go`, `selectTemplates`, `RunTemplate`;
-//!   1.24 to 1.30 alike): `inject.istio.io/templates` when the Pod has it,
+//!   1.24 to 1.31 alike): `inject.istio.io/templates` when the Pod has it,
 //!   split at commas and trimmed, else the mesh's `defaultTemplates`
 //!   (`sidecar` when it sets none); a name the injector lacks fails the
 //!   Pod. Each is merged in turn onto the Pod as it came and onto the
@@ -589,7 +594,7 @@ fn proxy_config_env(input: &Input) -> String {
     format!("{config}\n")
 }
 
-/// `RunTemplate` (`inject.go`, 1.24 to 1.30 alike but for where the flag
+/// `RunTemplate` (`inject.go`, 1.24 to 1.31 alike but for where the flag
 /// comes from): the templates applied in turn, each a strategic merge onto
 /// the Pod as it came (`mergedPod = params.pod`) and onto the template Pod
 /// the earlier ones made. Before each merge, a classic proxy the merged Pod
@@ -1340,7 +1345,7 @@ mod tests {
     /// Native, nothing moves: the second template's patch lands in
     /// `containers` as a partial proxy without an image, beside the
     /// native one, and the status names the proxy in both lists (Istio's
-    /// `sidecar-spire.yaml.injected`, 1.27.0 to 1.30); the API server
+    /// `sidecar-spire.yaml.injected`, 1.27.0 to 1.31); the API server
     /// refuses the Pod. Asked by the annotation or the flag alike, in
     /// either release's reading.
     #[test]
