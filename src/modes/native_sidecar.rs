@@ -437,6 +437,20 @@ fn move_injected_sidecar(
         .collect();
     let status_port = view.status_port();
     let new_status = native_status(status, name);
+    if let Some(init) = summed_with_proxy(t, index)? {
+        let full = format!(
+            "{name} not moved: pod-level resources must cover init container {init} plus {name}"
+        );
+        return Ok(ModeOutcome::unchanged_because(
+            if crate::warning::fits(&full) {
+                full
+            } else {
+                format!(
+                    "{name} not moved: pod-level resources must cover an init container plus it"
+                )
+            },
+        ));
+    }
 
     let mut sidecar = t.object.take_item("containers", index)?;
     let (added, restart_policy) = make_native(&mut sidecar, status_port)?;
@@ -476,6 +490,67 @@ fn move_injected_sidecar(
         warnings,
         ..ModeOutcome::applied(Applied::NativeMove(moved))
     })
+}
+
+/// Pod-level resources (`spec.resources`): the API server refuses a pod
+/// whose pod-level requests are below its containers' aggregate, summed as
+/// the sidecar formula of Kubernetes' `AggregateContainerRequests`
+/// (component-helpers `resource/helpers.go`): app containers and
+/// restartable init containers add up, and a plain init container counts
+/// its own request plus those of the restartable ones before it. Moved
+/// before the user's init containers, the proxy leaves the sum of the app
+/// and restartable containers as it was but adds its request to every
+/// plain init container after it, which can exceed what the pod-level
+/// requests allowed. Without arithmetic on quantities: the first init
+/// container the move would put after the proxy, not restartable, that
+/// names a resource (in `requests` or `limits`, which default requests)
+/// named by both the proxy (`containers[proxy]`) and the pod level; then
+/// the move could make a valid pod invalid.
+fn summed_with_proxy(t: &mut Target, proxy: usize) -> Result<Option<String>, ShapeError> {
+    let pod = match t.object.spec()?.get_mut("resources")? {
+        Some(node) => resource_names(&node.to_value()?),
+        None => return Ok(None),
+    };
+    if pod.is_empty() {
+        return Ok(None);
+    }
+    let own = match t.object.item("containers", proxy)?.get_mut("resources")? {
+        Some(node) => resource_names(&node.to_value()?),
+        None => return Ok(None),
+    };
+    let shared: Vec<&String> = own.iter().filter(|r| pod.contains(r)).collect();
+    if shared.is_empty() {
+        return Ok(None);
+    }
+    let view = t.object.view()?;
+    let plain_after: Vec<(usize, String)> = view
+        .init_containers()
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.restart_policy.as_deref() != Some("Always"))
+        .filter(|(_, c)| !c.name.as_deref().is_some_and(|n| ISTIO_FIRST.contains(&n)))
+        .map(|(i, c)| (i, c.name.as_deref().unwrap_or("?").to_owned()))
+        .collect();
+    for (i, init) in plain_after {
+        if let Some(node) = t.object.item("initContainers", i)?.get_mut("resources")? {
+            if resource_names(&node.to_value()?)
+                .iter()
+                .any(|r| shared.contains(&r))
+            {
+                return Ok(Some(init));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The resource names a `resources` member sets in `requests` or `limits`.
+fn resource_names(resources: &Value) -> Vec<String> {
+    ["requests", "limits"]
+        .iter()
+        .filter_map(|side| resources.get(side)?.as_object())
+        .flat_map(|list| list.keys().cloned())
+        .collect()
 }
 
 /// The init containers in the order Istio's `reorderPod` gives the native
@@ -742,5 +817,50 @@ mod tests {
                 "istio-job-sidecar: more than one container is named istio-proxy; left unchanged"
             ])
         );
+    }
+
+    fn cpu(amount: &str) -> Value {
+        json!({"requests": {"cpu": amount}})
+    }
+
+    /// A kube-injected Job with pod-level resources: moved only where no
+    /// plain init container after the proxy would add the proxy's request
+    /// to its own (Kubernetes' `AggregateContainerRequests`), which could
+    /// put the aggregate above the pod-level requests.
+    #[rstest]
+    #[case::summed_with_a_plain_init(Some(json!({"requests": {"cpu": "1"}})), json!({"name": "db", "resources": cpu("1")}), false)]
+    #[case::limits_default_requests(Some(json!({"limits": {"cpu": "1"}})), json!({"name": "db", "resources": {"limits": {"cpu": "1"}}}), false)]
+    #[case::restartable_init(Some(json!({"requests": {"cpu": "1"}})), json!({"name": "db", "restartPolicy": "Always", "resources": cpu("1")}), true)]
+    #[case::istio_init_stays_before(Some(json!({"requests": {"cpu": "1"}})), json!({"name": "istio-init", "resources": cpu("1")}), true)]
+    #[case::other_resource(Some(json!({"requests": {"memory": "1Gi"}})), json!({"name": "db", "resources": cpu("1")}), true)]
+    #[case::init_without_resources(Some(json!({"requests": {"cpu": "1"}})), json!({"name": "db"}), true)]
+    #[case::no_pod_level(None, json!({"name": "db", "resources": cpu("1")}), true)]
+    fn pod_level_resources_hold_the_move(
+        #[case] pod_level: Option<Value>,
+        #[case] init: Value,
+        #[case] moved: bool,
+    ) {
+        let status = r#"{"initContainers":["istio-init"],"containers":["istio-proxy"]}"#;
+        let mut spec = json!({
+            "restartPolicy": "Never",
+            "initContainers": [init],
+            "containers": [{"name": "app", "image": "app"}, {"name": "istio-proxy", "image": "proxy", "resources": cpu("100m")}]
+        });
+        if let Some(resources) = pod_level {
+            spec["resources"] = resources;
+        }
+        let request = json!({"request": {"kind": {"group": "batch", "kind": "Job"}, "operation": "CREATE",
+            "object": {"spec": {"template": {"metadata": {"annotations": {"sidecar.istio.io/status": status}}, "spec": spec}}}}});
+        let answer: Value =
+            serde_json::from_slice(&crate::policy::evaluate(request.to_string().as_bytes()))
+                .unwrap();
+        assert_eq!(answer["mutated_object"].is_object(), moved, "{answer}");
+        if !moved {
+            let name = init["name"].as_str().unwrap();
+            assert_eq!(
+                answer["warnings"],
+                json!([format!("istio-job-sidecar: istio-proxy not moved: pod-level resources must cover init container {name} plus istio-proxy")])
+            );
+        }
     }
 }
