@@ -6,12 +6,13 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
-use wapc::WapcHost;
+use wapc::{WapcHost, WebAssemblyEngineProvider};
 use wasmtime_provider::wasmtime::{Config, Engine};
 use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder};
 
 use crate::admission::ModuleAnswer;
 use crate::error::{Error, Result};
+use crate::metered::{self, CallCost, Meter, MeteredModule};
 use crate::protocol::calls;
 // Also reachable as `host::…`, where `bench` and the tests name them.
 pub use crate::protocol::{validate_payload, GuestLog, SettingsValidation, ValidationResponse};
@@ -27,6 +28,8 @@ pub struct Policy {
     host: WapcHost,
     logs: LogSink,
     nodes: Nodes,
+    /// Each call's cost, for a metered policy (`Policy::metered`).
+    meter: Option<Meter>,
 }
 
 impl std::fmt::Debug for Policy {
@@ -63,11 +66,33 @@ impl Policy {
         };
         trap_cause::install();
         let provider = builder.build().map_err(|e| Error::Load(e.to_string()))?;
+        Policy::with_provider(Box::new(provider), None)
+    }
+
+    /// A fresh instance of `module` whose calls are metered: fuel and
+    /// linear memory per call (`last_cost`). The same waPC host, host
+    /// calls and payloads as `from_bytes`, on a fuel-counting engine
+    /// (`metered`'s documentation says why not wasmtime-provider's).
+    pub fn metered(module: &MeteredModule) -> Result<Policy> {
+        let meter = Meter::default();
+        Policy::with_provider(module.provider(Arc::clone(&meter)), Some(meter))
+    }
+
+    /// What the last call of a metered policy cost; `None` for a policy
+    /// on policy-server's engine, or before any call.
+    pub fn last_cost(&self) -> Option<CallCost> {
+        self.meter.as_ref().and_then(metered::read)
+    }
+
+    fn with_provider(
+        provider: Box<dyn WebAssemblyEngineProvider>,
+        meter: Option<Meter>,
+    ) -> Result<Policy> {
         let logs: LogSink = Arc::default();
         let nodes: Nodes = Arc::default();
         let (sink, cluster) = (Arc::clone(&logs), Arc::clone(&nodes));
         let host = WapcHost::new(
-            Box::new(provider),
+            provider,
             Some(Box::new(
                 move |_id, binding, namespace, operation, payload| {
                     host_callback(&sink, &cluster, binding, namespace, operation, payload)
@@ -75,7 +100,12 @@ impl Policy {
             )),
         )
         .map_err(|e| Error::Load(e.to_string()))?;
-        Ok(Policy { host, logs, nodes })
+        Ok(Policy {
+            host,
+            logs,
+            nodes,
+            meter,
+        })
     }
 
     /// Answer the module's list of the cluster's Nodes with `list` (the

@@ -31,6 +31,8 @@ pub mod host;
 #[cfg(feature = "engine")]
 #[allow(unsafe_code)]
 pub mod memory;
+#[cfg(feature = "engine")]
+pub mod metered;
 #[cfg(feature = "native")]
 pub mod native;
 pub mod protocol;
