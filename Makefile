@@ -199,7 +199,7 @@ clean:
 	rm -f policy.wasm annotated-policy.wasm
 
 # --- Distribution (needs kwctl: https://docs.kubewarden.io/howtos/install-kwctl)
-# The version comes from one place, Cargo.toml; tests/manifests.rs checks that
+# The version comes from one place, Cargo.toml; tests/manifests/ checks that
 # metadata.yml, artifacthub-pkg.yml, CHANGELOG.md and examples/ agree with it.
 # Push elsewhere with `make push OCI_REPOSITORY=localhost:5000/istio-job-sidecar`;
 # an http (insecure) registry needs KWCTL_FLAGS="--sources-path sources.yml".

@@ -102,7 +102,7 @@ kwctl_minor() {
 	printf '%s\n' "$output" | grep -qE "^io\.kubewarden\.policy\.version[[:space:]]+${VERSION//./\\.}[[:space:]]*$"
 	# a Usage section, starting with the README's title
 	printf '%s\n' "$output" | sed -n '/^Usage/,$p' | grep -qxF "$(sed -n '1s/^# //p' README.md)"
-	# short enough to read there (tests/manifests.rs holds the README to it)
+	# short enough to read there (tests/manifests/ holds the README to it)
 	[ "$(printf '%s\n' "$output" | wc -l)" -le 400 ]
 }
 
