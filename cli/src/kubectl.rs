@@ -70,7 +70,7 @@ impl Kubectl {
         let mut args = vec!["kubectl".to_owned(), "get".to_owned(), resources.to_owned()];
         match &self.namespace {
             Some(ns) => args.extend(["-n".to_owned(), ns.clone()]),
-            None if resources == "namespaces" || resources == "nodes" => {}
+            None if ["namespaces", "nodes", "mutatingadmissionpolicies"].contains(&resources) => {}
             None => args.push("-A".to_owned()),
         }
         args.extend(["-o".to_owned(), "json".to_owned()]);

@@ -25,6 +25,7 @@ pub mod end;
 pub mod evaluate;
 pub mod input;
 pub mod kubectl;
+pub mod mesh;
 pub mod nodes;
 pub mod out;
 pub mod render;

@@ -337,6 +337,23 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
                 "warning: the Nodes' kubelets are not checked: {e}"
             ));
         }
+        // Whether Istio or an in-tree MutatingAdmissionPolicy already gives
+        // native sidecars (docs/alternatives.md): istiod's Deployment in
+        // istio-system, and the policies (Kubernetes 1.36+).
+        let istio_system = Kubectl {
+            namespace: Some("istio-system".to_owned()),
+            ..cluster_wide.clone()
+        };
+        if let Err(e) = istio_system.get("deployments", &mut |found| scanner.take(found)) {
+            out::err_line(format_args!("note: istiod's settings are not read: {e}"));
+        }
+        if let Err(e) = cluster_wide.get("mutatingadmissionpolicies", &mut |found| {
+            scanner.take(found)
+        }) {
+            out::err_line(format_args!(
+                "note: MutatingAdmissionPolicies are not read: {e}"
+            ));
+        }
     } else {
         let inputs = read_inputs(&inputs)?;
         let mut held = Held::default();
@@ -357,6 +374,11 @@ fn scan(args: ScanArgs) -> Result<u8, String> {
         if let Some(why) = node.warning() {
             out::err_line(format_args!("warning: {why}"));
         }
+    }
+    for note in
+        istio_job_sidecar_cli::mesh::notes(&scan.istiods, &scan.nodes, &scan.admission_policies)
+    {
+        out::err_line(format_args!("note: {note}"));
     }
     let report = report::build(&scan, &config, now);
     let mut stdout = std::io::BufWriter::new(UntilGone::new(std::io::stdout().lock()));

@@ -62,6 +62,10 @@ pub struct Scan {
     pub outside_namespace: usize,
     /// The Nodes of the input, whose kubelets `nodes` warns about.
     pub nodes: Vec<crate::nodes::NodeSeen>,
+    /// istiod's Deployments and the MutatingAdmissionPolicies of the input,
+    /// whose notes `mesh` writes.
+    pub istiods: Vec<crate::mesh::Istiod>,
+    pub admission_policies: Vec<crate::mesh::AdmissionPolicySeen>,
 }
 
 /// What a scan needs besides the settings.
@@ -157,6 +161,14 @@ impl<'c> Scanner<'c> {
             }
             *self.scan.other_kinds.entry("Namespace".into()).or_default() += 1;
             return;
+        }
+        if group == "apps" && kind_name == "Deployment" {
+            self.scan.istiods.extend(crate::mesh::Istiod::of(&object));
+        }
+        if group == "admissionregistration.k8s.io" && kind_name == "MutatingAdmissionPolicy" {
+            self.scan
+                .admission_policies
+                .push(crate::mesh::AdmissionPolicySeen::of(&object));
         }
         if group.is_empty() && kind_name == "Node" {
             self.scan.nodes.push(crate::nodes::NodeSeen::of(&object));
