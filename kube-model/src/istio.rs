@@ -114,6 +114,7 @@
 //! default status port and without hold) and changed as the template
 //! changes them for the Pod's status port and hold.
 
+use crate::go_yaml;
 use serde_json::{json, Map, Value};
 use std::sync::OnceLock;
 
@@ -357,8 +358,6 @@ pub fn renders_native(pod: &Value, mesh: Mesh) -> bool {
 /// by `reorderPod` and by the template's `.ProxyConfig`): the Pod's own
 /// value when it sets one, else the mesh's. An error is a config Istio
 /// cannot apply (a value that is no boolean: the field is a `BoolValue`).
-/// YAML 1.1's `yes`/`on` are booleans to Istio's YAML reader and strings
-/// here, refused: write `true`.
 pub fn hold_application(pod: &Value, mesh: Mesh) -> Result<bool, String> {
     let config = proxy_config(pod)?;
     match config.get(HOLD_APPLICATION) {
@@ -403,13 +402,14 @@ fn validate_annotations(pod: &Value) -> Result<(), String> {
     proxy_config(pod).map(|_| ())
 }
 
-/// The Pod's `proxy.istio.io/config` as a JSON object (`{}` without one);
-/// an error when it is no YAML mapping.
+/// The Pod's `proxy.istio.io/config` as a JSON object (`{}` without one),
+/// read as Istio reads it (`go_yaml`: YAML 1.1 words, merge keys, the later
+/// of two equal keys); an error when it is no YAML mapping.
 fn proxy_config(pod: &Value) -> Result<Map<String, Value>, String> {
     let Some(text) = annotation(pod, PROXY_CONFIG).filter(|t| !t.trim().is_empty()) else {
         return Ok(Map::new());
     };
-    match serde_yaml::from_str::<Value>(text) {
+    match go_yaml::yaml_to_json(text) {
         Ok(Value::Object(config)) => Ok(config),
         Ok(Value::Null) => Ok(Map::new()),
         _ => Err(format!(
@@ -588,7 +588,7 @@ fn grpc_agent(input: &Input) -> Value {
 fn proxy_config_env(input: &Input) -> String {
     let config = input
         .proxy_config
-        .and_then(|text| serde_yaml::from_str::<Value>(text).ok())
+        .and_then(|text| go_yaml::yaml_to_json(text).ok())
         .filter(Value::is_object)
         .unwrap_or_else(|| json!({}));
     format!("{config}\n")
@@ -730,7 +730,7 @@ fn rendered() -> &'static Rendered {
     RENDERED.get_or_init(|| {
         let spec = |text: &str| -> Value {
             let doc = text.split("\n---").next().unwrap_or_default();
-            let job: Value = serde_yaml::from_str(doc).expect("Istio's kube-inject fixture");
+            let job: Value = go_yaml::yaml_to_json(doc).expect("Istio's kube-inject fixture");
             job["spec"]["template"]["spec"].clone()
         };
         let native = spec(include_str!(

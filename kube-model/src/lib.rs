@@ -17,6 +17,8 @@
 //!   what is stored, and comparison up to what Kubernetes drops;
 //! - `json`: JSON text read as written (serde_json's `Value` reader takes
 //!   one special key for something else);
+//! - `go_yaml`: YAML read as Istio reads `proxy.istio.io/config` (go-yaml
+//!   v2 and sigs.k8s.io/yaml's YAMLToJSON), over a parser of its own;
 //! - `istio`: Istio's sidecar injector (the `sidecar` template, a custom
 //!   template patching `istio-proxy`, `grpc-agent`);
 //! - `policy`: the one trait that asks the policy (native, wasm or kwctl);
@@ -32,6 +34,7 @@
 pub mod admission;
 pub mod answer;
 pub mod controllers;
+pub mod go_yaml;
 pub mod istio;
 pub mod json;
 pub mod kube;
