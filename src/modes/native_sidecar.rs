@@ -49,6 +49,19 @@ pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
         });
     }
     match view.injection_status() {
+        None if native_annotation(view) != Some("true") => {
+            // Istio will inject the proxy with requests of its own (100m
+            // CPU and 128Mi memory by default, `global.proxy.resources`):
+            // asked for the native form, it makes the same sum as a move.
+            match summed_with_proxy(t, None)? {
+                Some(init) => Ok(ModeOutcome::unchanged_because(pod_level_warning(
+                    "native form not asked",
+                    &init,
+                    "the proxy",
+                ))),
+                None => request_native_injection(t),
+            }
+        }
         None => request_native_injection(t),
         Some((at, status)) => {
             let status = status.to_owned();
@@ -437,19 +450,12 @@ fn move_injected_sidecar(
         .collect();
     let status_port = view.status_port();
     let new_status = native_status(status, name);
-    if let Some(init) = summed_with_proxy(t, index)? {
-        let full = format!(
-            "{name} not moved: pod-level resources must cover init container {init} plus {name}"
-        );
-        return Ok(ModeOutcome::unchanged_because(
-            if crate::warning::fits(&full) {
-                full
-            } else {
-                format!(
-                    "{name} not moved: pod-level resources must cover an init container plus it"
-                )
-            },
-        ));
+    if let Some(init) = summed_with_proxy(t, Some(index))? {
+        return Ok(ModeOutcome::unchanged_because(pod_level_warning(
+            &format!("{name} not moved"),
+            &init,
+            name,
+        )));
     }
 
     let mut sidecar = t.object.take_item("containers", index)?;
@@ -504,9 +510,9 @@ fn move_injected_sidecar(
 /// requests allowed. Without arithmetic on quantities: the first init
 /// container the move would put after the proxy, not restartable, that
 /// names a resource (in `requests` or `limits`, which default requests)
-/// named by both the proxy (`containers[proxy]`) and the pod level; then
-/// the move could make a valid pod invalid.
-fn summed_with_proxy(t: &mut Target, proxy: usize) -> Result<Option<String>, ShapeError> {
+/// named by both the proxy (`containers[proxy]`; not injected yet, `None`:
+/// any) and the pod level; then the move could make a valid pod invalid.
+fn summed_with_proxy(t: &mut Target, proxy: Option<usize>) -> Result<Option<String>, ShapeError> {
     let pod = match t.object.spec()?.get_mut("resources")? {
         Some(node) => resource_names(&node.to_value()?),
         None => return Ok(None),
@@ -514,11 +520,16 @@ fn summed_with_proxy(t: &mut Target, proxy: usize) -> Result<Option<String>, Sha
     if pod.is_empty() {
         return Ok(None);
     }
-    let own = match t.object.item("containers", proxy)?.get_mut("resources")? {
-        Some(node) => resource_names(&node.to_value()?),
-        None => return Ok(None),
+    let shared: Vec<String> = match proxy {
+        None => pod,
+        Some(index) => match t.object.item("containers", index)?.get_mut("resources")? {
+            Some(node) => resource_names(&node.to_value()?)
+                .into_iter()
+                .filter(|r| pod.contains(r))
+                .collect(),
+            None => return Ok(None),
+        },
     };
-    let shared: Vec<&String> = own.iter().filter(|r| pod.contains(r)).collect();
     if shared.is_empty() {
         return Ok(None);
     }
@@ -535,13 +546,25 @@ fn summed_with_proxy(t: &mut Target, proxy: usize) -> Result<Option<String>, Sha
         if let Some(node) = t.object.item("initContainers", i)?.get_mut("resources")? {
             if resource_names(&node.to_value()?)
                 .iter()
-                .any(|r| shared.contains(&r))
+                .any(|r| shared.contains(r))
             {
                 return Ok(Some(init));
             }
         }
     }
     Ok(None)
+}
+
+/// What the user is told when `summed_with_proxy` holds the mode back:
+/// `what` was not done, as init container `init` plus `proxy` could exceed
+/// the pod-level resources.
+fn pod_level_warning(what: &str, init: &str, proxy: &str) -> String {
+    let full = format!("{what}: pod-level resources must cover init container {init} plus {proxy}");
+    if crate::warning::fits(&full) {
+        full
+    } else {
+        format!("{what}: pod-level resources must cover an init container plus the proxy")
+    }
 }
 
 /// The resource names a `resources` member sets in `requests` or `limits`.
@@ -827,6 +850,38 @@ mod tests {
     /// plain init container after the proxy would add the proxy's request
     /// to its own (Kubernetes' `AggregateContainerRequests`), which could
     /// put the aggregate above the pod-level requests.
+    /// Not injected yet: Istio's proxy has requests of its own, so asked
+    /// for the native form it makes the same sum; the annotation is not
+    /// written where a plain init container and the pod level name a
+    /// resource in common.
+    #[rstest]
+    #[case::summed(Some(json!({"requests": {"memory": "1Gi"}})), json!({"name": "db", "resources": {"requests": {"memory": "1Gi"}}}), false)]
+    #[case::restartable(Some(json!({"requests": {"memory": "1Gi"}})), json!({"name": "db", "restartPolicy": "Always", "resources": {"requests": {"memory": "1Gi"}}}), true)]
+    #[case::other_resource(Some(json!({"requests": {"memory": "1Gi"}})), json!({"name": "db", "resources": cpu("1")}), true)]
+    #[case::no_pod_level(None, json!({"name": "db", "resources": cpu("1")}), true)]
+    fn pod_level_resources_hold_the_annotation(
+        #[case] pod_level: Option<Value>,
+        #[case] init: Value,
+        #[case] annotated: bool,
+    ) {
+        let mut spec = json!({"restartPolicy": "Never", "initContainers": [init], "containers": [{"name": "app", "image": "app"}]});
+        if let Some(resources) = pod_level {
+            spec["resources"] = resources;
+        }
+        let request = json!({"request": {"kind": {"group": "batch", "kind": "Job"}, "operation": "CREATE",
+            "object": {"spec": {"template": {"spec": spec}}}}});
+        let answer: Value =
+            serde_json::from_slice(&crate::policy::evaluate(request.to_string().as_bytes()))
+                .unwrap();
+        assert_eq!(answer["mutated_object"].is_object(), annotated, "{answer}");
+        if !annotated {
+            assert_eq!(
+                answer["warnings"],
+                json!(["istio-job-sidecar: native form not asked: pod-level resources must cover init container db plus the proxy"])
+            );
+        }
+    }
+
     #[rstest]
     #[case::summed_with_a_plain_init(Some(json!({"requests": {"cpu": "1"}})), json!({"name": "db", "resources": cpu("1")}), false)]
     #[case::limits_default_requests(Some(json!({"limits": {"cpu": "1"}})), json!({"name": "db", "resources": {"limits": {"cpu": "1"}}}), false)]
