@@ -89,10 +89,13 @@ unit-tests:
 # diff before committing it; nothing changed leaves git status clean. The
 # cases' inputs (the list of testkit/src/cases.rs; a mode change's second
 # pass from its first pass's answer, computed in the same run) and
-# expected.json; then the journeys (test_data/journeys/) and the tool's
-# outputs (cli/tests/golden/). The runner's tests (wasm_cases,
-# wasm_journeys) check the same files through policy.wasm and are left to
-# check them: the files are the native policy's answers.
+# expected.json; then the journeys (test_data/journeys/<name>.yaml: what
+# each hop changed and each run's Pod, what Istio rendered abbreviated;
+# testkit/src/journey/golden.rs), where a file no journey is compared with
+# fails the test (git rm it), and the tool's outputs (cli/tests/golden/).
+# The runner's tests (wasm_cases, wasm_journeys) check the same files
+# through policy.wasm and are left to check them: the files are the native
+# policy's answers.
 golden:
 	UPDATE_GOLDEN=1 cargo test --locked --test golden
 	UPDATE_GOLDEN=1 cargo test --locked --test journeys
@@ -187,12 +190,18 @@ webhook-tests:
 	done
 
 # Every object the policy writes in the golden cases (test_data/cases/) and
-# every final Pod of the journeys (test_data/journeys/) against Kubernetes'
-# own schemas, strict, for the newest Kubernetes kubernetes-validate knows;
-# the inputs malformed on purpose are listed in harness/schemas.py. Needs
-# python3 with kubernetes-validate (pip install kubernetes-validate==1.37.0).
+# every final Pod of the journeys against Kubernetes' own schemas, strict,
+# for the newest Kubernetes kubernetes-validate knows; the inputs malformed
+# on purpose are listed in harness/schemas.py. The journeys' golden files
+# abbreviate what Istio rendered, so the testkit's `journey --pods` writes
+# each journey's Pods whole (the binary of E2E_BIN_DIR when set, as
+# .ci/run sets it, else built here). Needs python3 with kubernetes-validate
+# (pip install kubernetes-validate==1.37.0).
+JOURNEY_PODS := target/journey-pods
 schema-tests:
-	python3 -m harness check-schemas
+	rm -rf $(JOURNEY_PODS)
+	$(if $(E2E_BIN_DIR),$(E2E_BIN_DIR)/journey,cargo run --quiet --locked -p policy-testkit --bin journey --) --pods $(JOURNEY_PODS)
+	python3 -m harness check-schemas --journeys $(JOURNEY_PODS)
 
 clean:
 	cargo clean

@@ -999,8 +999,9 @@ mode_changes() {
 # Every journey of testkit/src/journeys.rs, CronJob -> Job -> Pod -> Istio's
 # injector, with each hop an admission request answered by kwctl running
 # $POLICY: judged as the native run is (the Pod ends by the mode asked for,
-# or is as without the policy), each result sent again unchanged, and every
-# hop's patch, warnings and Pod equal to test_data/journeys/<name>.json.
+# or is as without the policy), each result sent again unchanged, and what
+# every hop changed, its warnings and every Pod as
+# test_data/journeys/<name>.yaml says (testkit/src/journey/golden.rs).
 
 @test "journeys: every hop through kwctl as natively, every Pod as the README promises" {
 	run testkit journey --kwctl "$(command -v kwctl)" --module "$POLICY"

@@ -1,26 +1,31 @@
 //! Every journey of `policy_testkit::journeys` with the policy crate
 //! called natively, in every cluster that matters to it (each webhook
-//! order, mesh flag and Istio release): the journey as written has each
-//! hop's patch and warnings and each Pod compared whole with
-//! `test_data/journeys/<name>.json` (`make golden` rewrites them, with
-//! every other golden file: `UPDATE_GOLDEN=1` for this test); in every
-//! cluster each Pod is judged and each result is a fixed point.
+//! order, mesh flag and Istio release): the journey as written has what
+//! each hop changed, its warnings and each Pod compared with
+//! `test_data/journeys/<name>.yaml` (`journey::golden`; `make golden`
+//! rewrites them, with every other golden file: `UPDATE_GOLDEN=1` for this
+//! test); in every cluster each Pod is judged and each result is a fixed
+//! point. A journey of `journeys::ENDS_AS` is compared with the file of
+//! the journey it must end as.
 
 use policy_testkit::journey::{check, Clusters, Validate};
-use policy_testkit::journeys;
-use std::path::Path;
+use policy_testkit::journeys::{self, golden_file, ENDS_AS};
+use std::path::{Path, PathBuf};
 
 fn validate(payload: &[u8]) -> Vec<u8> {
     istio_job_sidecar_policy::validate(payload).expect("validate never errors")
 }
 
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/journeys")
+}
+
 #[test]
 fn every_journey_ends_as_the_readme_says() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/journeys");
     let mut failures = Vec::new();
     for case in journeys::all() {
         let mut policy = Validate(validate);
-        let golden = dir.join(format!("{}.json", case.name));
+        let golden = golden_file(&dir(), case.name);
         if let Err(e) = check(&case, &mut policy, Some(&golden), Clusters::All) {
             failures.push(format!("{}: {e}", case.name));
         }
@@ -28,23 +33,29 @@ fn every_journey_ends_as_the_readme_says() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// A golden file no journey writes is stale (a journey renamed or
-/// removed): it fails rather than lingers.
+/// A file of test_data/journeys/ that no journey is compared with is stale
+/// (a journey renamed, removed, or made to end as another): it fails
+/// rather than lingers. So does a pair of `ENDS_AS` that names no journey.
 #[test]
 fn every_golden_journey_has_its_journey() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/journeys");
-    let names: Vec<String> = journeys::all()
-        .iter()
-        .map(|c| format!("{}.json", c.name))
-        .collect();
-    let mut stale: Vec<String> = std::fs::read_dir(&dir)
+    let all = journeys::all();
+    let names: Vec<&str> = all.iter().map(|c| c.name).collect();
+    for (journey, ends_as) in ENDS_AS {
+        assert!(
+            names.contains(&journey) && names.contains(&ends_as) && !ENDS_AS.iter().any(|(j, _)| *j == ends_as),
+            "ENDS_AS ({journey}, {ends_as}): both must be journeys, the second one with a file of its own"
+        );
+    }
+    let wanted: Vec<PathBuf> = names.iter().map(|n| golden_file(&dir(), n)).collect();
+    let mut stale: Vec<String> = std::fs::read_dir(dir())
         .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|f| f.ends_with(".json") && !names.contains(f))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && !wanted.contains(p))
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
     stale.sort();
     assert!(
         stale.is_empty(),
-        "golden journeys no journey writes: {stale:?}"
+        "files of test_data/journeys/ no journey is compared with (git rm them): {stale:?}"
     );
 }

@@ -24,6 +24,8 @@ use crate::{check_verdict, differences};
 use kube_model::policy::NoPolicy;
 use serde_json::{json, Value};
 
+pub mod golden;
+
 // Re-exported for the policy crate's tests, which reach kube-model only
 // through this crate.
 pub use kube_model::policy::{Policy, Validate};
@@ -181,6 +183,8 @@ pub struct Hop {
     pub settings: Value,
     /// Whether the policy's webhook was called.
     pub sent: bool,
+    /// The request's object: what the policy was sent.
+    pub object: Value,
     pub patch: Option<Value>,
     pub warnings: Vec<String>,
     /// The object with the policy's patch applied.
@@ -196,30 +200,6 @@ pub struct Hop {
 pub struct Trip {
     pub hops: Vec<Hop>,
     pub pods: Vec<Value>,
-}
-
-impl Trip {
-    /// The golden-file form: each hop's request, patch and warnings, and
-    /// each Pod whole.
-    pub fn to_golden(&self, case: &Journey) -> Value {
-        let hops: Vec<Value> = self
-            .hops
-            .iter()
-            .map(|h| {
-                let mut hop = json!({
-                    "what": h.what,
-                    "sent": h.sent,
-                    "patch": h.patch,
-                    "warnings": h.warnings,
-                });
-                if let Some(why) = &h.rejected {
-                    hop["rejected"] = Value::from(why.as_str());
-                }
-                hop
-            })
-            .collect();
-        json!({"about": case.about, "hops": hops, "pods": self.pods})
-    }
 }
 
 /// The journey of `case` with `policy` answering for the policy's webhook.
@@ -415,13 +395,58 @@ pub fn check(
         let outcome = travel(variant, policy).and_then(|trip| {
             judge(variant, &trip, policy)?;
             match golden {
-                Some(path) if i == 0 => crate::golden(path, &trip.to_golden(variant)),
+                Some(path) if i == 0 => compare_golden(path, variant, &trip),
                 _ => Ok(()),
             }
         });
         outcome.map_err(|e| format!("{}: {e}", variant.cluster()))?;
     }
     Ok(())
+}
+
+/// The journey as written compared with its golden file, or (with
+/// `UPDATE_GOLDEN=1`) the file written: `golden::golden_form`'s text, but
+/// for its comments, which say what the journey is. The text is read back
+/// as YAML and must give the value it was written from.
+fn compare_golden(path: &std::path::Path, case: &Journey, trip: &Trip) -> Result<(), String> {
+    let (value, text) = golden::golden_form(case, trip);
+    let back: Value = serde_yaml::from_str(&text).map_err(|e| {
+        format!(
+            "{}: the YAML written does not read back: {e}",
+            path.display()
+        )
+    })?;
+    if back != value {
+        return Err(format!(
+            "{}: the YAML written reads back as another value:\n{}",
+            path.display(),
+            differences(&value, &back)
+        ));
+    }
+    if crate::updating_golden() {
+        // A journey that ends as another is compared with that one's file
+        // and writes none of its own.
+        let own = path.file_stem().is_some_and(|s| s == case.name);
+        if !own {
+            return Ok(());
+        }
+        return std::fs::write(path, &text).map_err(|e| format!("{}: {e}", path.display()));
+    }
+    let stored = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "{}: {e} (run `make golden` and review the diff)",
+            path.display()
+        )
+    })?;
+    if golden::significant(&stored) == golden::significant(&text) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} differs from the journey made now (`-` the file, `+` now; `make golden` rewrites it):\n{}",
+            path.display(),
+            golden::text_differences(&stored, &text)
+        ))
+    }
 }
 
 /// One request through the policy's webhook (when its namespace is
@@ -440,6 +465,7 @@ fn admit(
         operation: operation.to_owned(),
         settings: settings.clone(),
         sent: case.selected,
+        object: object.clone(),
         patch: None,
         warnings: Vec::new(),
         admitted: object.clone(),
@@ -494,6 +520,7 @@ fn pod_admission(
                     operation: "CREATE".to_owned(),
                     settings: settings.clone(),
                     sent: false,
+                    object: pod.clone(),
                     patch: None,
                     warnings: Vec::new(),
                     admitted: pod.clone(),

@@ -1,8 +1,10 @@
 //! The journeys every policy build is held to (natively, through
 //! `policy.wasm`, through `kwctl`): every mode, kind and mode change the
 //! README describes, and the ways a workload's word used to be lost on the
-//! way from CronJob to Pod. Each one's hops and Pods are compared whole
-//! with `test_data/journeys/<name>.json`.
+//! way from CronJob to Pod. Each one's hops (what the policy changed) and
+//! Pods are compared with `test_data/journeys/<name>.yaml`
+//! (`journey::golden`), but for the journeys of `ENDS_AS`, compared with
+//! the file of the journey they must end as.
 //!
 //! The workloads are `kubectl create ... --dry-run=client -o yaml` output
 //! and Istio's own `istioctl kube-inject` output (`test_data/journeys/workloads/`,
@@ -172,6 +174,34 @@ fn run(expect: Expect) -> Step {
 }
 
 use Expect::{AsWithoutPolicy as UNTOUCHED, Ends};
+
+/// Journeys that must end as another does, hop for hop and Pod for Pod
+/// (`journey::golden`'s form, but for what the journey is): (journey, the
+/// journey it ends as). The first keeps no golden file of its own.
+pub const ENDS_AS: [(&str, &str); 3] = [
+    // The two ways GitOps re-applies the same kube-injected CronJob.
+    (
+        "gitops-server-side-apply-kube-injected-cronjob",
+        "gitops-kubectl-apply-kube-injected-cronjob",
+    ),
+    // workloadOverride false: the Job's own "disabled" is not read at all.
+    ("workload-override-off", "job-quit"),
+    // Istio's injector called or not: the policy's proxy is the one Istio
+    // renders again.
+    (
+        "kube-injected-cronjob-status-port-no-injector",
+        "kube-injected-cronjob-status-port-native-quit-native",
+    ),
+];
+
+/// The golden file `name` is compared with, in `dir`.
+pub fn golden_file(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let owner = ENDS_AS
+        .iter()
+        .find(|(journey, _)| *journey == name)
+        .map_or(name, |(_, ends_as)| *ends_as);
+    dir.join(format!("{owner}.yaml"))
+}
 
 /// Every journey, in the order the README tells them.
 pub fn all() -> Vec<Journey> {

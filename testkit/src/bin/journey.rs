@@ -2,12 +2,18 @@
 //! hop an admission request of its own, answered by kwctl running the
 //! annotated module as Kubewarden runs it, its base64 JSON Patch applied.
 //! Each journey is judged as the native run is and compared with the same
-//! golden file, `test_data/journeys/<name>.json`, then made and judged
-//! again with the other webhook order (Kubewarden up to 1.37.1 and since
-//! 1.37.2).
+//! golden file, `test_data/journeys/<name>.yaml` (`journeys::golden_file`),
+//! then made and judged again with the other webhook order (Kubewarden up
+//! to 1.37.1 and since 1.37.2).
+//!
+//! `--pods DIR` writes, for each journey as written with the policy crate
+//! called natively, `DIR/<name>.json`: `{"pods": [...]}`, every Pod of its
+//! runs whole (the golden files abbreviate what Istio rendered), for the
+//! check of Kubernetes' schemas (`make schema-tests`).
 //!
 //! ```text
 //! journey --kwctl kwctl --module annotated-policy.wasm [--jobs 4] [NAME...]
+//! journey --pods DIR
 //! journey --list
 //! ```
 //!
@@ -18,8 +24,8 @@
 #![forbid(unsafe_code)]
 
 use kube_model::policy::{Admitted, Policy};
-use policy_testkit::journey::{check, Clusters, Journey};
-use policy_testkit::journeys;
+use policy_testkit::journey::{check, travel, Clusters, Journey, Validate};
+use policy_testkit::journeys::{self, golden_file};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -100,6 +106,17 @@ fn main() {
             "--kwctl" => kwctl = args.next().map(PathBuf::from),
             "--module" => module = args.next().map(PathBuf::from),
             "--jobs" => jobs = args.next().and_then(|n| n.parse().ok()).unwrap_or(jobs),
+            "--pods" => {
+                let Some(dir) = args.next() else {
+                    eprintln!("usage: journey --pods DIR");
+                    std::process::exit(2);
+                };
+                if let Err(e) = write_pods(Path::new(&dir)) {
+                    eprintln!("journey --pods: {e}");
+                    std::process::exit(1);
+                }
+                return;
+            }
             "--list" => {
                 journeys::all().iter().for_each(|c| println!("{}", c.name));
                 return;
@@ -137,7 +154,7 @@ fn main() {
                         scratch: scratch.clone(),
                         runs: 0,
                     };
-                    let path = golden_dir.join(format!("{}.json", case.name));
+                    let path = golden_file(golden_dir, case.name);
                     let outcome =
                         check(case, &mut policy, Some(&path), Clusters::BothWebhookOrders);
                     results.lock().unwrap_or_else(|e| e.into_inner())[i] =
@@ -169,4 +186,19 @@ fn main() {
     if failed > 0 {
         std::process::exit(1);
     }
+}
+
+/// Every journey's Pods, whole, made with the policy crate called natively.
+fn write_pods(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for case in journeys::all() {
+        let validate =
+            |payload: &[u8]| istio_job_sidecar_policy::validate(payload).unwrap_or_default();
+        let trip =
+            travel(&case, &mut Validate(validate)).map_err(|e| format!("{}: {e}", case.name))?;
+        let path = dir.join(format!("{}.json", case.name));
+        let text = serde_json::json!({"pods": trip.pods}).to_string();
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
 }
