@@ -35,6 +35,7 @@ pub mod memory;
 pub mod metered;
 #[cfg(feature = "native")]
 pub mod native;
+pub mod node_lists;
 pub mod protocol;
 pub mod summary;
 

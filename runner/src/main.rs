@@ -48,6 +48,37 @@ enum Command {
         #[arg(long, default_value = "policy.wasm", value_name = "PATH")]
         wasm: PathBuf,
     },
+    /// Count one request's work on the metered engine (fuel: instructions
+    /// executed; linear memory) and time it on policy-server's engine: the
+    /// instructions per second that turn a fuel budget into time.
+    Cost {
+        #[arg(long, default_value = "policy.wasm", value_name = "PATH")]
+        wasm: PathBuf,
+        /// AdmissionRequest, AdmissionReview or bare manifest (JSON or YAML).
+        #[arg(short = 'r', long, value_name = "PATH")]
+        request_path: PathBuf,
+        /// Settings as a JSON string.
+        #[arg(long, value_name = "JSON", default_value = "{}")]
+        settings_json: String,
+        /// The Node list the host answers with (the JSON of a `v1` List).
+        #[arg(long, value_name = "PATH")]
+        nodes: Option<PathBuf>,
+        /// Timed calls; the median is printed.
+        #[arg(long, default_value_t = 101)]
+        calls: usize,
+    },
+    /// Print a Node list of COUNT Nodes in a shape policy-server sends
+    /// (`managed-fields`, `whole`, `pruned`): the JSON of the `v1` List, or
+    /// with `--replay` a session for kwctl's
+    /// `--replay-host-capabilities-interactions`.
+    NodeList {
+        #[arg(long)]
+        count: usize,
+        #[arg(long, default_value = "pruned")]
+        shape: String,
+        #[arg(long)]
+        replay: bool,
+    },
     /// Time `validate` calls of the policy against the three floor guests,
     /// guest only and with policy-server's work on the answer.
     Bench {
@@ -131,6 +162,44 @@ fn run(cli: Cli) -> Result<()> {
             if summary {
                 println!();
                 print!("{}", summary::summary(&evaluation));
+            }
+            Ok(())
+        }
+        Command::Cost {
+            wasm,
+            request_path,
+            settings_json,
+            nodes,
+            calls,
+        } => {
+            let settings = read_settings(Some(settings_json), None)?;
+            let request = load_request(&request_path)?;
+            let nodes = nodes
+                .map(|path| std::fs::read(&path).map_err(|source| Error::Io { path, source }))
+                .transpose()?;
+            let bytes = std::fs::read(&wasm).map_err(|source| Error::Io {
+                path: wasm.clone(),
+                source,
+            })?;
+            let cost = policy_runner::metered::cost(&bytes, &request, &settings, nodes, calls)?;
+            println!("{cost}");
+            Ok(())
+        }
+        Command::NodeList {
+            count,
+            shape,
+            replay,
+        } => {
+            let shape = policy_runner::node_lists::Shape::parse(&shape).ok_or_else(|| {
+                Error::Input(format!(
+                    "--shape {shape}: one of managed-fields, whole, pruned"
+                ))
+            })?;
+            let list = policy_runner::node_lists::list(count, shape);
+            if replay {
+                print!("{}", policy_runner::node_lists::replay_session(&list));
+            } else {
+                println!("{}", String::from_utf8_lossy(&list));
             }
             Ok(())
         }

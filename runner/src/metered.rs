@@ -400,3 +400,77 @@ fn add_wapc_to_linker(linker: &mut Linker<Data>) -> wasmtime::Result<()> {
     )?;
     Ok(())
 }
+
+/// One request's work counted and timed (`policy-runner cost`).
+#[derive(Debug, Clone, Copy)]
+pub struct Measurement {
+    /// What the call cost on the metered engine.
+    pub cost: CallCost,
+    /// The median time of a call on policy-server's engine.
+    pub median: std::time::Duration,
+    /// Timed calls.
+    pub calls: usize,
+}
+
+impl Measurement {
+    /// Instructions per second: the fuel over the median time.
+    pub fn instructions_per_second(&self) -> f64 {
+        self.cost.fuel as f64 / self.median.as_secs_f64().max(1e-9)
+    }
+}
+
+impl std::fmt::Display for Measurement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "fuel {} instructions{}; linear memory {:.1} MiB after the call ({:.1} MiB grown); \
+             median {:.3} ms over {} calls on policy-server's engine: {:.2e} instructions/s",
+            self.cost.fuel,
+            if self.cost.out_of_fuel {
+                " (out of fuel)"
+            } else {
+                ""
+            },
+            self.cost.memory_bytes() as f64 / 1048576.0,
+            self.cost.growth_bytes() as f64 / 1048576.0,
+            self.median.as_secs_f64() * 1000.0,
+            self.calls,
+            self.instructions_per_second()
+        )
+    }
+}
+
+/// `validate` of `request` with `settings` (the Node list answered with
+/// `nodes`): its cost on a fresh metered instance, then `calls` timed
+/// calls on one instance of policy-server's engine (the guest's call
+/// alone, as fuel counts it: the payload made once, the answer not read).
+pub fn cost(
+    bytes: &[u8],
+    request: &serde_json::Value,
+    settings: &serde_json::Value,
+    nodes: Option<Vec<u8>>,
+    calls: usize,
+) -> Result<Measurement> {
+    let payload = crate::protocol::validate_payload(request, settings)?;
+    let module = MeteredModule::new(bytes, u64::MAX / 2)?;
+    let metered = crate::Policy::metered(&module)?;
+    metered.set_nodes(nodes.clone());
+    metered.call("validate", &payload)?;
+    let cost = metered
+        .last_cost()
+        .ok_or_else(|| Error::Input("no cost recorded".into()))?;
+    let ordinary = crate::Policy::from_bytes(bytes, None)?;
+    ordinary.set_nodes(nodes);
+    let mut times = Vec::with_capacity(calls.max(1));
+    for _ in 0..calls.max(1) {
+        let start = std::time::Instant::now();
+        ordinary.call("validate", &payload)?;
+        times.push(start.elapsed());
+    }
+    times.sort();
+    Ok(Measurement {
+        cost,
+        median: times.get(times.len() / 2).copied().unwrap_or_default(),
+        calls: times.len(),
+    })
+}

@@ -78,7 +78,12 @@ impl Measured {
 /// `validate` of `payload` on a fresh metered instance, the Node list
 /// answered with `nodes`.
 pub fn measure_with(payload: &[u8], nodes: Option<Vec<u8>>) -> Measured {
-    let policy = Policy::metered(module()).expect("instantiates");
+    measure_on(module(), payload, nodes)
+}
+
+/// As `measure_with`, on `module` (another fuel limit).
+pub fn measure_on(module: &MeteredModule, payload: &[u8], nodes: Option<Vec<u8>>) -> Measured {
+    let policy = Policy::metered(module).expect("instantiates");
     policy.set_nodes(nodes);
     let raw = policy.call("validate", payload);
     let cost = policy.last_cost().expect("a metered call has a cost");
