@@ -1,6 +1,9 @@
 //! Kubewarden policy: the Istio sidecar of Jobs, CronJobs and run-to-completion
-//! Pods ends when the work is done. This file only registers the waPC entry
-//! points; `policy::evaluate` is where a request is answered.
+//! Pods ends when the work is done. This file holds the waPC entry points
+//! (the module, module/, exports them to the host); `policy::evaluate` is
+//! where a request is answered.
+
+#![forbid(unsafe_code)]
 
 pub mod decide;
 pub mod host;
@@ -16,18 +19,9 @@ pub mod response;
 pub mod settings;
 pub mod warning;
 pub mod workload;
-pub mod yaml;
 
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use wapc_guest::CallResult;
-
-#[cfg(target_arch = "wasm32")]
-#[no_mangle]
-pub extern "C" fn wapc_init() {
-    wapc_guest::register_function("validate", validate);
-    wapc_guest::register_function("validate_settings", validate_settings);
-    wapc_guest::register_function("protocol_version", protocol_version);
-}
 
 /// Never an error: every request, however malformed, gets an accept (with a
 /// warning when something was off). A mutating helper must not deny pods.

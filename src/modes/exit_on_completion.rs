@@ -5,15 +5,59 @@
 //! Upstream Istio's ProxyConfig has no such field and its lenient parser
 //! drops it (docs/facts.md): this mode only acts on Istio builds that implement
 //! it, and breaks nothing elsewhere. The README says so.
+//!
+//! The config is read as Istio reads it (`kube_yaml`: sigs.k8s.io/yaml's
+//! `YAMLToJSON` over go-yaml v2, which `protomarshal.ApplyYAML` applies),
+//! within a budget of work: an edit is kept only when Istio then reads the
+//! user's mapping plus `exitOnJobCompletion: true` and nothing else
+//! changed; otherwise the annotation stays as it came, with a warning.
 
 use crate::json::{Node, ShapeError};
 use crate::modes::target::{ModeOutcome, Target, Undone};
 use crate::names::{ANNOTATION_PROXY_CONFIG, EXIT_ON_JOB_COMPLETION as KEY};
 use crate::record::Applied;
-use crate::yaml::{self, Mapping, Value};
+use kube_yaml::resolve::{resolve_plain, Plain};
+use kube_yaml::{Budget, ErrorKind};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use std::collections::btree_map::Entry;
+use serde_json::{Map, Value};
 use std::fmt;
+
+/// What reading one config may cost: one node per byte of it (no text
+/// holds more), plus what aliases may replay on top, and nesting far past
+/// any ProxyConfig's (its deepest fields are a few levels down). go-yaml
+/// v2 guards against "excessive aliasing" with a ratio of replayed to
+/// decoded nodes (decode.go `allowedAliasRatio`, v2.4.4: 99% below 400,000
+/// decodes); this budget is the same guard at a size a request can afford.
+fn budget(text: &str) -> Budget {
+    Budget {
+        nodes: text.len().saturating_add(ALIAS_NODES),
+        depth: MAX_DEPTH as usize,
+    }
+}
+
+/// Nodes aliases may add to a config beyond its own.
+const ALIAS_NODES: usize = 10_000;
+
+/// Why a config is left unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unread {
+    /// Past the reading budget: nothing was read, nothing is changed.
+    TooLarge(String),
+    /// Read, and not to be extended (or undone) safely: the reason.
+    Refused(String),
+}
+
+impl From<String> for Unread {
+    fn from(why: String) -> Self {
+        Unread::Refused(why)
+    }
+}
+
+impl From<&str> for Unread {
+    fn from(why: &str) -> Self {
+        Unread::Refused(why.to_owned())
+    }
+}
 
 pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     let (merged, applied) = {
@@ -27,7 +71,12 @@ pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
             Some(text) => match merge(text) {
                 Ok(Some(merged)) => merged,
                 Ok(None) => return Ok(ModeOutcome::unchanged()),
-                Err(why) => {
+                Err(Unread::TooLarge(what)) => {
+                    return Ok(ModeOutcome::unchanged_because(format!(
+                        "{ANNOTATION_PROXY_CONFIG}: too large to read ({what}); left unchanged"
+                    )))
+                }
+                Err(Unread::Refused(why)) => {
                     return Ok(ModeOutcome::unchanged_because(format!(
                         "{ANNOTATION_PROXY_CONFIG} left unchanged: {why}"
                     )))
@@ -91,7 +140,16 @@ pub fn undo(inserted: &str, created: bool, t: &mut Target) -> Result<Undone, Sha
         match take_out(text, inserted) {
             Ok(Some(restored)) => restored,
             Ok(None) => return Ok(Undone::Done { changed: false }),
-            Err(why) => return Ok(Undone::Refused(format!("{ANNOTATION_PROXY_CONFIG} {why}"))),
+            // The record's warning says the edit is kept (the config left
+            // as it is); within a warning's 120 characters.
+            Err(Unread::TooLarge(_)) => {
+                return Ok(Undone::Refused(format!(
+                    "{ANNOTATION_PROXY_CONFIG}: too large to read"
+                )))
+            }
+            Err(Unread::Refused(why)) => {
+                return Ok(Undone::Refused(format!("{ANNOTATION_PROXY_CONFIG} {why}")))
+            }
         }
     };
     if created && restored.trim().is_empty() {
@@ -111,7 +169,7 @@ const MAX_TRIES: usize = 2;
 /// `text` without the `inserted` text, when that leaves the same mapping
 /// minus `exitOnJobCompletion: true`; `Ok(None)` when the key is gone or
 /// holds a value of the user's.
-fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
+fn take_out(text: &str, inserted: &str) -> Result<Option<String>, Unread> {
     // The config as the merge left it: the text without the inserted part
     // merges back into exactly this text, which proves it without a YAML
     // parse (a parse of a large config costs a good part of a request's
@@ -122,8 +180,12 @@ fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
             return Ok(Some(candidate));
         }
     }
-    let now = read_mapping(text).map_err(|_| "no longer a mapping".to_owned())?;
-    match now.get(&Value::key(KEY)) {
+    let now = match read_mapping(text) {
+        Ok(now) => now,
+        Err(too_large @ Unread::TooLarge(_)) => return Err(too_large),
+        Err(Unread::Refused(_)) => return Err("no longer a mapping".into()),
+    };
+    match now.get(KEY) {
         Some(Value::Bool(true)) => {}
         // Gone, or another value the user wrote in its place: nothing of
         // the policy's is left.
@@ -136,13 +198,17 @@ fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
             break;
         };
         let candidate = [&text[..at], &text[at + inserted.len()..]].concat();
-        if let Ok(mut mapping) = read_mapping(&candidate) {
-            if let Entry::Vacant(slot) = mapping.entry(Value::key(KEY)) {
-                slot.insert(Value::Bool(true));
-                if mapping == now {
-                    return Ok(Some(candidate));
+        match read_mapping(&candidate) {
+            Ok(mut mapping) => {
+                if !mapping.contains_key(KEY) {
+                    mapping.insert(KEY.to_owned(), Value::Bool(true));
+                    if mapping == now {
+                        return Ok(Some(candidate));
+                    }
                 }
             }
+            Err(too_large @ Unread::TooLarge(_)) => return Err(too_large),
+            Err(Unread::Refused(_)) => {}
         }
         // The next place may overlap this one: it ends before this one's end.
         end = at + inserted.len() - 1;
@@ -150,7 +216,7 @@ fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
             end -= 1;
         }
     }
-    Err("edited where the key was added".to_owned())
+    Err("edited where the key was added".into())
 }
 
 /// The config with `exitOnJobCompletion: true` added, written in the form the
@@ -161,7 +227,7 @@ fn take_out(text: &str, inserted: &str) -> Result<Option<String>, String> {
 /// A YAML parser costs several times the rest of a request, so the forms
 /// users write (JSON, and block mappings of plain `key: value` lines) are
 /// recognised by `merge_fast`; anything else goes through `merge_verified`.
-pub fn merge(text: &str) -> Result<Option<String>, String> {
+pub fn merge(text: &str) -> Result<Option<String>, Unread> {
     match merge_fast(text) {
         Some(answer) => Ok(answer),
         None => merge_verified(text),
@@ -174,10 +240,10 @@ pub fn merge(text: &str) -> Result<Option<String>, String> {
 /// `None` when the text is outside that subset.
 ///
 /// The subset starts with the characters: printable ASCII and `\n` only.
-/// YAML 1.1 readers (go-yaml v2 behind Istio, libyaml behind serde_yaml)
-/// also end lines, and so comments, at `\r`, U+0085, U+2028 and U+2029, and
-/// refuse control characters; a config with any of them, or with any other
-/// non-ASCII character, is left to the parser, which knows.
+/// go-yaml v2, behind Istio, also ends lines, and so comments, at `\r`,
+/// U+0085, U+2028 and U+2029 (yamlprivateh.go `is_break`), and refuses
+/// control characters (readerc.go); a config with any of them, or with any
+/// other non-ASCII character, is left to the reader.
 pub fn merge_fast(text: &str) -> Option<Option<String>> {
     if !text
         .bytes()
@@ -206,9 +272,9 @@ pub fn merge_fast(text: &str) -> Option<Option<String>> {
 /// `merge` through a YAML parser: every result is re-read and checked to be
 /// the same mapping plus the key, so a text edit can never change what was
 /// there.
-pub fn merge_verified(text: &str) -> Result<Option<String>, String> {
+pub fn merge_verified(text: &str) -> Result<Option<String>, Unread> {
     let original = read_mapping(text)?;
-    if original.contains_key(&Value::key(KEY)) {
+    if original.contains_key(KEY) {
         return Ok(None);
     }
     let candidate = if original.is_empty() && only_comments(text) {
@@ -226,9 +292,10 @@ pub fn merge_verified(text: &str) -> Result<Option<String>, String> {
         join_line(text, &format!("{}{KEY}: true", block_indent(text)))
     };
     let mut expected = original;
-    expected.insert(Value::key(KEY), Value::Bool(true));
+    expected.insert(KEY.to_owned(), Value::Bool(true));
     match read_mapping(&candidate) {
         Ok(reread) if reread == expected => Ok(Some(candidate)),
+        Err(too_large @ Unread::TooLarge(_)) => Err(too_large),
         _ => Err("its form cannot be extended safely; add the key by hand".into()),
     }
 }
@@ -248,10 +315,12 @@ fn json_object_keys(text: &str) -> Option<Vec<&str>> {
     Some(keys)
 }
 
-/// Every number of at most 18 characters fits in 64 bits, which is what
-/// serde_yaml can read.
+/// Every number of at most 18 characters fits in 64 bits, where go-yaml
+/// v2 reads an integer as an integer (resolve.go: `ParseInt`, `ParseUint`,
+/// then a float): longer ones are left to the reader.
 const MAX_NUMBER_CHARS: usize = 18;
-/// The largest magnitude serde_yaml reads as an integer without refusing.
+/// Below this magnitude, a number serde_json reads as a float is one that
+/// go-yaml v2 reads as a number too.
 const MAX_SAFE_NUMBER: f64 = 9.0e18;
 
 /// YAML (libyaml, go-yaml) reads an implicit key only within 1024
@@ -342,8 +411,8 @@ impl<'t> Visitor<'t> for YamlSafeJson<'t> {
         Ok(Vec::new())
     }
 
-    /// serde_json reads an integer too long for 64 bits as a float, which
-    /// serde_yaml refuses to read at all: such numbers are left to it.
+    /// serde_json reads an integer too long for 64 bits as a float, where
+    /// go-yaml reads a float too, by its own rules: left to the reader.
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
         if v.abs() < MAX_SAFE_NUMBER {
             Ok(Vec::new())
@@ -459,8 +528,10 @@ fn plain_key(key: &str) -> bool {
 }
 
 /// A scalar that ends on its line: quoted without escapes or inner quotes,
-/// or plain without indicators that could open anything, and not a number
-/// too long for 64 bits (serde_yaml refuses those).
+/// or plain without indicators that could open anything, not a number too
+/// long for 64 bits, and not one of go-yaml v2's infinities or NaN
+/// (`.inf`, `+.Inf`, `.nan`: resolve.go), which sigs.k8s.io/yaml cannot
+/// write as JSON.
 fn one_line_scalar(value: &str) -> bool {
     let b = value.as_bytes();
     let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
@@ -478,6 +549,7 @@ fn one_line_scalar(value: &str) -> bool {
     let may_be_a_number = first.is_ascii_digit() || matches!(first, b'-' | b'+' | b'.');
     starts_plain
         && !(may_be_a_number && b.len() > MAX_NUMBER_CHARS)
+        && !matches!(resolve_plain(value), Plain::Float(f) if !f.is_finite())
         && last != b':'
         && b.iter().enumerate().all(|(i, c)| match c {
             b'[' | b']' | b'{' | b'}' | b'#' | b'"' | b'\'' => false,
@@ -486,17 +558,16 @@ fn one_line_scalar(value: &str) -> bool {
         })
 }
 
-fn read_mapping(text: &str) -> Result<Mapping, String> {
-    match yaml::from_str(text) {
-        Ok(Value::Mapping(m)) => Ok(m),
-        Ok(Value::Null) => Ok(Mapping::new()),
+/// The config as Istio reads it: the JSON object `YAMLToJSON` gives
+/// (`null`, for no document, applies nothing: an empty mapping).
+fn read_mapping(text: &str) -> Result<Map<String, Value>, Unread> {
+    match kube_yaml::to_json(text, budget(text)) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(Value::Null) => Ok(Map::new()),
         Ok(_) => Err("it is not a mapping".into()),
-        Err(e) => Err(format!("it does not parse: {}", first_line(&e.to_string()))),
+        Err(e) if e.kind == ErrorKind::TooLarge => Err(Unread::TooLarge(e.message)),
+        Err(e) => Err(Unread::Refused(format!("it does not parse: {e}"))),
     }
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or_default()
 }
 
 fn content_lines(text: &str) -> impl Iterator<Item = &str> {
@@ -643,17 +714,23 @@ mod tests {
         }
     }
 
-    /// A YAML 1.1 line break ends the comment, so the user's
-    /// `false` is a key of its own, and stands.
+    /// go-yaml v2 ends a comment at every YAML 1.1 line break, so the
+    /// user's `false` is a key of its own to Istio; whether the reader
+    /// reads it so (`\r`) or refuses the text (U+0085, U+2028, U+2029,
+    /// which its YAML 1.2 parser reads as content), the user's word stands.
     #[rstest]
-    #[case::line_separator("\u{2028}")]
-    #[case::next_line("\u{85}")]
-    #[case::paragraph_separator("\u{2029}")]
-    #[case::carriage_return("\r")]
-    fn a_comment_ends_at_every_yaml_line_break(#[case] newline: &str) {
+    #[case::line_separator("\u{2028}", false)]
+    #[case::next_line("\u{85}", false)]
+    #[case::paragraph_separator("\u{2029}", false)]
+    #[case::carriage_return("\r", true)]
+    fn a_comment_ends_at_every_yaml_line_break(#[case] newline: &str, #[case] read: bool) {
         let text =
             format!("holdApplicationUntilProxyStarts: true # x{newline}exitOnJobCompletion: false");
-        assert_eq!(merge(&text), Ok(None), "{text:?}");
+        if read {
+            assert_eq!(merge(&text), Ok(None), "{text:?}");
+        } else {
+            assert!(matches!(merge(&text), Err(Unread::Refused(_))), "{text:?}");
+        }
     }
 
     /// Every merge only inserts: the user's text is the merged text without
@@ -708,9 +785,16 @@ mod tests {
     #[case::no_longer_a_mapping("- a", "\nexitOnJobCompletion: true", Err("no longer a mapping"))]
     // The inserted text also inside a value: only the real key goes.
     #[case::inserted_text_in_a_value(
+        "a: \"x\n  exitOnJobCompletion: true\"\nexitOnJobCompletion: true",
+        "exitOnJobCompletion: true",
+        Ok(Some("a: \"x\n  exitOnJobCompletion: true\"\n"))
+    )]
+    // A quoted value's next line not indented: libyaml (go-yaml v2) takes
+    // it, this reader's YAML 1.2 parser does not: the edit is kept.
+    #[case::unindented_quoted_line(
         "a: \"x\nexitOnJobCompletion: true\"\nexitOnJobCompletion: true",
         "\nexitOnJobCompletion: true",
-        Ok(Some("a: \"x\nexitOnJobCompletion: true\""))
+        Err("no longer a mapping")
     )]
     // Regression (tests/properties): a hand-edited inserted text ending
     // in a multi-byte character; stepping back must stay on a character.
@@ -724,9 +808,7 @@ mod tests {
         #[case] inserted: &str,
         #[case] expected: Result<Option<&str>, &str>,
     ) {
-        let expected = expected
-            .map(|o| o.map(str::to_owned))
-            .map_err(str::to_owned);
+        let expected = expected.map(|o| o.map(str::to_owned)).map_err(Unread::from);
         assert_eq!(take_out(text, inserted), expected);
     }
 
@@ -743,12 +825,44 @@ mod tests {
     #[case::list("- a\n- b", "it is not a mapping")]
     #[case::broken("{\"a\": ", "it does not parse")]
     #[case::bad_indent("a: 1\n b: 2", "it does not parse")]
-    #[case::duplicate_key("a: 1\na: 2", "it does not parse")]
     #[case::flow_then_comment_brace("{a: 1} # }", "its form cannot be extended safely")]
+    #[case::infinity("a: .inf\n", "it does not parse")]
+    #[case::same_json_key("1: a\n\"1\": b\n", "it does not parse")]
+    #[case::null_key("~: a\n", "it does not parse")]
+    #[case::line_separator("a: 1\u{2028}b: 2\n", "it does not parse")]
     fn unusable_configs_are_errors(#[case] text: &str, #[case] why: &str) {
-        let err = merge(text).unwrap_err();
+        let Err(Unread::Refused(err)) = merge(text) else {
+            panic!("{text:?} merged");
+        };
         assert!(err.starts_with(why), "{err:?}");
     }
+
+    /// Istio reads these as go-yaml v2 does: the merge is judged by that
+    /// reading (a later duplicate wins; `<<` merges; `on` is a boolean).
+    #[rstest]
+    #[case::duplicate_key("a: 1\na: 2", "a: 1\na: 2\nexitOnJobCompletion: true")]
+    #[case::merge_key(
+        "base: &b {concurrency: 2}\n<<: *b\n",
+        "base: &b {concurrency: 2}\n<<: *b\nexitOnJobCompletion: true\n"
+    )]
+    #[case::yaml_1_1_bool(
+        "holdApplicationUntilProxyStarts: on\n",
+        "holdApplicationUntilProxyStarts: on\nexitOnJobCompletion: true\n"
+    )]
+    fn configs_read_as_istio_reads_them(#[case] text: &str, #[case] merged: &str) {
+        assert_eq!(merge(text), Ok(Some(merged.to_owned())));
+    }
+
+    /// A key the user wrote through a merge key stands: nothing is added.
+    #[rstest]
+    #[case::merged_false("d: &d {exitOnJobCompletion: false}\n<<: *d\n")]
+    #[case::merged_list("d: &d {exitOnJobCompletion: false}\n<<: [*d]\n")]
+    #[case::yaml_1_1_false("exitOnJobCompletion: off\n")]
+    #[case::duplicate_false("exitOnJobCompletion: true\nexitOnJobCompletion: no\n")]
+    fn a_key_istio_reads_stands(#[case] text: &str) {
+        assert_eq!(merge(text), Ok(None));
+    }
+
     /// The duplicate-key checks of the two recognisers are linear in the
     /// number of keys, not a list scan per key: a config of tens of
     /// thousands of keys (runner/tests/hostile.rs sends one to

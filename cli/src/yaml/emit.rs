@@ -596,7 +596,7 @@ fn copied(text: &str, old: &Node, v: &Value, key: bool) -> Option<String> {
     let meant = if key {
         Value::String(load::key_name(target).ok()?)
     } else {
-        load::to_json(target, &mut 1).ok()?
+        load::to_json(target, 1).ok()?
     };
     if &meant != v {
         return None;

@@ -1,17 +1,19 @@
-//! What a scalar means: as kubectl reads it, and whether a string can be
-//! written plain so that every reader reads it back as that string.
+//! What a scalar means to go-yaml v2, and whether a string can be written
+//! plain so that every reader reads it back as that string.
 //!
-//! kubectl turns YAML into JSON with sigs.k8s.io/yaml, that is go-yaml v2
-//! (YAML 1.1 rules, docs/facts.md): a plain `on`, `y` or `NO` is a boolean,
-//! `1_000` and `0x1F` are integers, `010` is octal, `1e5` is a float, and a
-//! date stays a string. A YAML 1.2 reader (serde_yaml, saphyr, go-yaml v3)
-//! reads `on` as a string and `1_000` as a string, PyYAML (YAML 1.1) reads
-//! `1:20` as 80 and `._1` as a float: a string is written plain only when
-//! no reader can take it for anything else.
+//! Kubernetes and Istio turn YAML into JSON with sigs.k8s.io/yaml v1.6.0
+//! (Istio 1.29.0, 1.30.0 and 1.31.0-rc.0 go.mod), that is
+//! go.yaml.in/yaml/v2 v2.4.x (go-yaml v2, YAML 1.1 rules): a plain `on`,
+//! `y` or `NO` is a boolean, `1_000` and `0x1F` are integers, `010` is
+//! octal, `1e5` is a float, and a date stays a string. A YAML 1.2 reader
+//! (serde_yaml, saphyr, go-yaml v3) reads `on` and `1_000` as strings,
+//! PyYAML (YAML 1.1) reads `1:20` as 80 and `._1` as a float: a string is
+//! written plain only when no reader can take it for anything else.
 
 use serde_json::{Number, Value};
 
-/// A plain scalar read as go-yaml v2 reads it into an `interface{}`.
+/// A scalar as go-yaml v2 decodes it into an `interface{}`: `nil`, `bool`,
+/// `int`/`int64`, `uint64`, `float64` or `string`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plain {
     Null,
@@ -22,11 +24,36 @@ pub enum Plain {
     Str,
 }
 
-/// go-yaml v2's `resolve` for an untagged plain scalar.
+/// go-yaml v2's `resolve` (resolve.go, v2.4.4) for an untagged plain
+/// scalar: the words of `resolveMapList` (looked up only when the first
+/// byte's `resolveTable` hint is `yYnNtTfFoO~`, `+-0-9` or `.`, so `<<` is
+/// a string here), then by hint: `.` is `strconv.ParseFloat`; a sign or a
+/// digit is, on the text without its `_`, `ParseInt(s, 0, 64)`, then
+/// `ParseUint`, then `ParseFloat` where `yamlStyleFloat` matches. A
+/// timestamp (tried first) is decoded into an `interface{}` as its text, a
+/// string, like everything else that fails.
 pub fn resolve_plain(s: &str) -> Plain {
     let Some(first) = s.bytes().next() else {
         return Plain::Null;
     };
+    if !matches!(
+        first,
+        b'y' | b'Y'
+            | b'n'
+            | b'N'
+            | b't'
+            | b'T'
+            | b'f'
+            | b'F'
+            | b'o'
+            | b'O'
+            | b'~'
+            | b'+'
+            | b'-'
+            | b'0'..=b'9' | b'.'
+    ) {
+        return Plain::Str;
+    }
     match s {
         "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "true" | "True" | "TRUE" => {
             return Plain::Bool(true)
@@ -64,13 +91,14 @@ pub fn resolve_plain(s: &str) -> Plain {
 }
 
 /// The digits of Go's `strconv.ParseInt(s, 0, 64)` / `ParseUint`: the base
-/// from the prefix (`0x`, `0o`, `0b`, a leading `0` for octal).
+/// from the prefix (`0x`, `0o`, `0b` in either case, followed by at least
+/// one more byte; else a leading `0` for octal).
 fn go_digits(s: &str) -> Option<(u32, &str)> {
     let lower = |i: usize| s.as_bytes().get(i).map(u8::to_ascii_lowercase);
     let (base, digits) = match (lower(0), lower(1)) {
-        (Some(b'0'), Some(b'x')) => (16, &s[2..]),
-        (Some(b'0'), Some(b'o')) => (8, &s[2..]),
-        (Some(b'0'), Some(b'b')) => (2, &s[2..]),
+        (Some(b'0'), Some(b'x')) if s.len() >= 3 => (16, &s[2..]),
+        (Some(b'0'), Some(b'o')) if s.len() >= 3 => (8, &s[2..]),
+        (Some(b'0'), Some(b'b')) if s.len() >= 3 => (2, &s[2..]),
         (Some(b'0'), Some(_)) => (8, &s[1..]),
         _ => (10, s),
     };
@@ -95,7 +123,8 @@ fn go_uint(s: &str) -> Option<u64> {
     u64::from_str_radix(digits, base).ok()
 }
 
-/// go-yaml v2's `yamlStyleFloat`: `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`.
+/// go-yaml v2's `yamlStyleFloat` (resolve.go):
+/// `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`.
 fn yaml_style_float(s: &str) -> bool {
     let b = s.as_bytes();
     let mut i = usize::from(matches!(b.first(), Some(b'-' | b'+')));
@@ -132,8 +161,10 @@ fn yaml_style_float(s: &str) -> bool {
     i == b.len()
 }
 
-/// Go's `strconv.ParseFloat` for the decimal forms go-yaml hands it: a
-/// finite value, or `None` (out of range is an error in Go).
+/// Go's `strconv.ParseFloat(s, 64)` on the texts go-yaml hands it: for a
+/// text led by `.`, or one `yamlStyleFloat` matched, the decimal forms of
+/// that pattern (Go takes `_` only after a base prefix, and `inf`/`nan`
+/// only without a leading `.`); out of range is an error in Go (`None`).
 fn go_float(s: &str) -> Option<f64> {
     if !yaml_style_float(s) {
         return None;
@@ -141,8 +172,11 @@ fn go_float(s: &str) -> Option<f64> {
     s.parse::<f64>().ok().filter(|f| f.is_finite())
 }
 
-/// A resolved plain scalar as JSON, as kubectl writes it (`encoding/json`):
-/// a float with no fraction is written as an integer.
+/// A resolved scalar as JSON, as sigs.k8s.io/yaml's `json.Marshal` writes
+/// it and a JSON reader reads that back: `encoding/json` refuses NaN and
+/// the infinities, writes a float in `%f` form between 1e-6 and 1e21 (so
+/// an integral one as digits, which reads back as an integer where it fits
+/// in 64 bits) and in `%e` form outside.
 pub fn plain_json(plain: &Plain, text: &str) -> Result<Value, String> {
     Ok(match *plain {
         Plain::Null => Value::Null,
@@ -150,7 +184,7 @@ pub fn plain_json(plain: &Plain, text: &str) -> Result<Value, String> {
         Plain::Int(i) => Value::from(i),
         Plain::Uint(u) => Value::from(u),
         Plain::Float(f) => float_json(f).ok_or_else(|| {
-            format!("{text:?} is read as {f}, which JSON cannot hold (kubectl refuses it too)")
+            format!("{text:?} is read as {f}, which JSON cannot hold (json.Marshal refuses it)")
         })?,
         Plain::Str => Value::String(text.to_owned()),
     })
@@ -160,23 +194,81 @@ fn float_json(f: f64) -> Option<Value> {
     if !f.is_finite() {
         return None;
     }
-    if f.fract() == 0.0 && f.abs() < 1e15 {
-        return Some(Value::from(f as i64));
+    if f == 0.0 {
+        // `0` and `-0`: what a JSON reader makes of Go's digits.
+        return serde_json::from_str(if f.is_sign_negative() { "-0" } else { "0" }).ok();
+    }
+    if f.fract() == 0.0 && f.abs() < 1e21 {
+        if (0.0..18_446_744_073_709_551_616.0).contains(&f) {
+            return Some(Value::from(f as u64));
+        }
+        if (-9_223_372_036_854_775_808.0..0.0).contains(&f) {
+            return Some(Value::from(f as i64));
+        }
     }
     Number::from_f64(f).map(Value::Number)
 }
 
-/// A mapping key as kubectl names it in JSON (sigs.k8s.io/yaml: a boolean
-/// key `y` becomes `"true"`, a null key `"null"`).
-pub fn key_string(plain: &Plain, text: &str) -> String {
+/// A mapping key as sigs.k8s.io/yaml names it in JSON (yaml.go,
+/// `convertToJSONableObject`, v1.6.0): a string as it is, an `int` with
+/// `strconv.Itoa`, a bool as `true`/`false`, a `float64` with
+/// `strconv.FormatFloat(f, 'g', -1, 32)` (`+Inf`, `-Inf`, `NaN` written
+/// `.inf`, `-.inf`, `.nan`); any other key (null, a `uint64` past
+/// `int64`) is an error: "unsupported map key of type".
+pub fn key_string(plain: &Plain, text: &str) -> Result<String, String> {
     match *plain {
-        Plain::Null => "null".into(),
-        Plain::Bool(b) => b.to_string(),
-        Plain::Int(i) => i.to_string(),
-        Plain::Uint(u) => u.to_string(),
-        Plain::Float(f) => f.to_string(),
-        Plain::Str => text.to_owned(),
+        Plain::Null => Err(format!(
+            "the key {text:?} is null, which sigs.k8s.io/yaml cannot make a JSON key"
+        )),
+        Plain::Bool(b) => Ok(b.to_string()),
+        Plain::Int(i) => Ok(i.to_string()),
+        Plain::Uint(_) => Err(format!(
+            "the key {text:?} is a uint64, which sigs.k8s.io/yaml cannot make a JSON key"
+        )),
+        Plain::Float(f) => Ok(go_format_float32(f)),
+        Plain::Str => Ok(text.to_owned()),
     }
+}
+
+/// Go's `strconv.FormatFloat(f, 'g', -1, 32)` with go-yaml's names for
+/// the infinities and NaN: the shortest digits of `float32(f)`, in `%e`
+/// form (`1e+06`, two exponent digits at least) when the exponent is below
+/// -4 or at least 6 (the shortest form decides with precision 6), else in
+/// `%f` form.
+fn go_format_float32(f: f64) -> String {
+    let f = f as f32;
+    if f.is_nan() {
+        return ".nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { ".inf" } else { "-.inf" }.into();
+    }
+    let sign = if f.is_sign_negative() { "-" } else { "" };
+    // Rust writes the shortest digits that read back as this f32.
+    let e = format!("{:e}", f.abs());
+    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    if f == 0.0 {
+        return format!("{sign}0");
+    }
+    if !(-4..6).contains(&exp) {
+        let (first, rest) = digits.split_at(1);
+        let dot = if rest.is_empty() { "" } else { "." };
+        let esign = if exp < 0 { '-' } else { '+' };
+        return format!("{sign}{first}{dot}{rest}e{esign}{:02}", exp.abs());
+    }
+    // %f with as many decimals as the digits need.
+    let point = exp + 1; // digits before the decimal point
+    let text = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+    } else if (point as usize) >= digits.len() {
+        format!("{digits}{}", "0".repeat(point as usize - digits.len()))
+    } else {
+        let (int, frac) = digits.split_at(point as usize);
+        format!("{int}.{frac}")
+    };
+    format!("{sign}{text}")
 }
 
 /// Whether `s`, written plain in block context, is read back as the string
