@@ -521,7 +521,6 @@ pub fn scalar(s: Scalar) -> Result<(Plain, Option<String>), String> {
         ("int", i @ (Plain::Int(_) | Plain::Uint(_))) => i,
         ("float", f @ Plain::Float(_)) => f,
         ("float", Plain::Int(i)) => Plain::Float(i as f64),
-        ("float", Plain::Uint(u)) => Plain::Float(u as f64),
         ("null", Plain::Null) => Plain::Null,
         _ => return Err(format!("cannot decode {:?} as a !!{name}", s.value)),
     };
@@ -530,7 +529,8 @@ pub fn scalar(s: Scalar) -> Result<(Plain, Option<String>), String> {
 
 /// go-yaml v2's `parseTimestamp` (resolve.go) takes four digits, `-`,
 /// then one of `2006-1-2`, `2006-1-2 15:4:5.999999999`,
-/// `2006-1-2T15:4:5.999999999Z07:00` (or `t`): the date is checked here,
+/// `2006-1-2T15:4:5.999999999Z07:00` (or `t`), through Go's `time.Parse`,
+/// which checks the day against the month: the date is checked here so,
 /// and that something of a time follows it, not every field of the time.
 fn looks_like_timestamp(s: &str) -> bool {
     let b = s.as_bytes();
@@ -545,14 +545,20 @@ fn looks_like_timestamp(s: &str) -> bool {
         return false;
     };
     let num = |t: &str| (1..=2).contains(&t.len()) && t.bytes().all(|c| c.is_ascii_digit());
-    let (Ok(month), Ok(day)) = (m.parse::<u32>(), d.parse::<u32>()) else {
+    let (Ok(year), Ok(month), Ok(day)) =
+        (s[..4].parse::<u32>(), m.parse::<u32>(), d.parse::<u32>())
+    else {
         return false;
     };
-    num(m)
-        && num(d)
-        && (1..=12).contains(&month)
-        && (1..=31).contains(&day)
-        && time.is_none_or(|t| t.contains(':'))
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    num(m) && num(d) && (1..=days).contains(&day) && time.is_none_or(|t| t.contains(':'))
 }
 
 /// `base64.StdEncoding.DecodeString` (Go drops `\r` and `\n`, needs the

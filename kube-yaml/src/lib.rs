@@ -24,6 +24,11 @@
 //! text differently (the YAML 1.1 line breaks U+0085, U+2028, U+2029), the
 //! text is refused here rather than read otherwise.
 //!
+//! The same holds where saphyr-parser refuses what go-yaml v2 takes (a tab
+//! right after `:`): the text is refused, never read otherwise. Tabs in a
+//! line's indentation outside a block or quoted scalar, which go-yaml
+//! refuses, are refused by the lean path too (`tab_indented_lines`).
+//!
 //! Where Go's answer depends on its map iteration order (two keys that make
 //! one JSON key), or go-yaml would read a value that JSON then refuses only
 //! if it is kept, the reader refuses: it never gives an answer Istio might
@@ -105,6 +110,24 @@ pub fn check_characters(text: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// The lines (1-based) whose leading blanks hold a tab. go-yaml v2's
+/// scanner skips a tab before a token only in the flow context or where no
+/// simple key may start (scannerc.go `yaml_parser_scan_to_next_token`): a
+/// token after a tab in a line's indentation is an error to it ("found
+/// character that cannot start any token"), where a YAML 1.2 parser may
+/// read past it. Inside a block or quoted scalar the scalar's own scanner
+/// takes the tab as content.
+fn tab_indented_lines(text: &str) -> Vec<usize> {
+    text.split('\n')
+        .enumerate()
+        .filter(|(_, line)| {
+            let blanks = &line[..line.len() - line.trim_start_matches([' ', '\t']).len()];
+            blanks.contains('\t')
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
 /// A tag as the builder takes it: the long form for `!!` tags.
 pub fn tag_text(tag: &Tag) -> String {
     format!("{}{}", tag.handle, tag.suffix)
@@ -162,6 +185,8 @@ pub fn to_json(text: &str, budget: Budget) -> Result<Value, Error> {
 /// `to_json` into a builder the caller keeps, to see what it spent.
 pub fn read_into(text: &str, builder: &mut Builder) -> Result<(), Error> {
     check_characters(text)?;
+    // Tab-indented lines not yet found inside a block or quoted scalar.
+    let mut tabbed = tab_indented_lines(text);
     let mut parser = Parser::new_from_str(text);
     let mut tag = String::new();
     let mut in_document = false;
@@ -184,13 +209,33 @@ pub fn read_into(text: &str, builder: &mut Builder) -> Result<(), Error> {
                 ))
             }
             _ => {
+                if let (false, Parsed::Scalar(_, style, ..)) = (tabbed.is_empty(), &event) {
+                    // A block scalar's span runs on to the next token's
+                    // line, which is not its own.
+                    let (first, last) = (span.start.line(), span.end.line());
+                    let inside = |l: &usize| match style {
+                        ScalarStyle::Literal | ScalarStyle::Folded => first <= *l && *l < last,
+                        ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => {
+                            first <= *l && *l <= last
+                        }
+                        ScalarStyle::Plain => false,
+                    };
+                    tabbed.retain(|l| !inside(l));
+                }
                 if let Some(e) = event_of(&event, &mut tag) {
                     builder.event(e, line)?;
                 }
             }
         }
     }
-    Ok(())
+    match tabbed.first() {
+        Some(&line) => Err(Error::new(
+            line,
+            ErrorKind::Syntax,
+            "a tab in a line's indentation (go-yaml v2 takes none)",
+        )),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -319,3 +319,24 @@ fn the_tree_reads_as_the_lean_path(#[case] text: &str) {
     let (_, tree) = tree::parse(text).unwrap().unwrap();
     assert_eq!(Ok(tree), read(text));
 }
+
+/// scannerc.go `yaml_parser_scan_to_next_token`: a tab before a token in a
+/// line's indentation is an error; inside a block or quoted scalar it is
+/// content (decode_test.go "literal block scalar" has one).
+#[rstest]
+#[case("\ta: 1\n", None)]
+#[case("a:\n\tb: 1\n", None)]
+#[case("a: |\n  x\n\tb: 1\n", None)]
+#[case("a: |\n  x\n  \ty\n", Some(json!({"a": "x\n\ty\n"})))]
+// go-yaml reads "x y"; saphyr-parser refuses the tab: refused, not misread.
+#[case("a: \"x\n\ty\"\n", None)]
+fn tabs_in_indentation(#[case] text: &str, #[case] expected: Option<Value>) {
+    match expected {
+        Some(v) => assert_eq!(read(text), Ok(v), "{text:?}"),
+        None => assert_eq!(
+            read(text).map_err(|e| e.kind),
+            Err(ErrorKind::Syntax),
+            "{text:?}"
+        ),
+    }
+}
