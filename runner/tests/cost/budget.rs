@@ -9,7 +9,7 @@ use policy_testkit::names::STATUS;
 use serde_json::{json, Value};
 
 /// At most this many instructions per call.
-pub const FUEL_CAP: u64 = 200_000_000;
+pub const FUEL_CAP: u64 = 600_000_000;
 /// At most this much linear memory after the call.
 pub const MEMORY_CAP: u64 = 64 << 20;
 
