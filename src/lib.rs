@@ -20,7 +20,6 @@ pub mod settings;
 pub mod warning;
 pub mod workload;
 
-use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use wapc_guest::CallResult;
 
 /// Never an error: every request, however malformed, gets an accept (with a
@@ -32,19 +31,11 @@ pub fn validate(payload: &[u8]) -> CallResult {
 /// Always a `SettingsValidationResponse`, so kwctl and policy-server show our
 /// message rather than a deserialization error.
 pub fn validate_settings(payload: &[u8]) -> CallResult {
-    let response = match settings::Settings::from_json(payload) {
-        Ok(_) => SettingsValidationResponse {
-            valid: true,
-            message: None,
-        },
-        Err(message) => SettingsValidationResponse {
-            valid: false,
-            message: Some(message),
-        },
-    };
-    Ok(serde_json::to_vec(&response)?)
+    let message = settings::Settings::from_json(payload).err();
+    Ok(response::settings(message.as_deref()))
 }
 
-pub fn protocol_version(payload: &[u8]) -> CallResult {
-    kubewarden_policy_sdk::protocol_version_guest(payload)
+/// The waPC protocol the policy speaks: Kubewarden's `v1`.
+pub fn protocol_version(_payload: &[u8]) -> CallResult {
+    Ok(response::PROTOCOL_VERSION.to_vec())
 }
