@@ -52,6 +52,19 @@ size-check: policy.wasm
 annotated-policy.wasm: policy.wasm metadata.yml README.md
 	kwctl annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
 
+# What the dependencies may be (deny.toml, cargo-deny 0.20): the module's
+# tree (module/ and the policy crate's normal dependencies, as
+# wasm32-wasip1 links them) with every check, then the workspace and the fuzz workspace without the
+# bans, which are the module's. The advisories come from RustSec's database,
+# a git repository on GitHub: without GitHub, DENY_CHECKS="bans licenses sources".
+DENY_CHECKS ?= advisories bans licenses sources
+DENY_HOUSE  := $(filter-out bans,$(DENY_CHECKS))
+.PHONY: deny
+deny:
+	cargo deny --manifest-path module/Cargo.toml --config deny.toml --exclude-dev --target wasm32-wasip1 check $(DENY_CHECKS)
+	$(if $(DENY_HOUSE),cargo deny --workspace check $(DENY_HOUSE))
+	$(if $(DENY_HOUSE),cargo deny --manifest-path fuzz/Cargo.toml --config deny.toml --workspace check $(DENY_HOUSE))
+
 fmt:
 	cargo fmt --all -- --check
 
