@@ -1,6 +1,8 @@
 //! The YAML reader (kube-yaml) on any text, with a work budget per input:
 //! it never panics, never spends more nodes than its budget, and what it
 //! gives back is no larger than what it counted.
+
+#![forbid(unsafe_code)]
 #![no_main]
 
 use kube_yaml::{Budget, Builder};
