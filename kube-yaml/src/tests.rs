@@ -340,3 +340,16 @@ fn tabs_in_indentation(#[case] text: &str, #[case] expected: Option<Value>) {
         ),
     }
 }
+
+/// The tree (the CLI's) recurses per level: it stops at its own depth,
+/// before the stack does, on block and flow nesting alike.
+#[test]
+fn the_tree_stops_deep_nesting() {
+    for text in [
+        "- ".repeat(100_000) + "x",
+        format!("a: {}{}", "[".repeat(100_000), "]".repeat(100_000)),
+    ] {
+        let err = tree::parse(&text).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::TooLarge, "{err:?}");
+    }
+}

@@ -154,8 +154,10 @@ impl<'t> Offsets<'t> {
 /// refuses "excessive aliasing": decode.go `allowedAliasRatio`).
 const ALIAS_BUDGET: usize = 1_000_000;
 
-/// Nesting the tree reads (it recurses): well past what a manifest needs.
-const DEPTH: usize = 1_000;
+/// Nesting the tree reads: it recurses once a level, so it stops well
+/// before a thread's stack does (a test thread's 2 MiB, debug build), and
+/// well past what a manifest nests (a CRD's schema: a few dozen levels).
+const DEPTH: usize = 200;
 
 /// The events of one document, built into nodes.
 pub struct Loader<'t> {
