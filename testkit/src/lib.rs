@@ -33,7 +33,7 @@ pub mod names;
 // operator's tool and the runner; the tests reach them from here too.
 pub use kube_model::admission::{payload, Order};
 pub use kube_model::answer::{check_answer, check_verdict, differences, Answer, MAX_WARNING_CHARS};
-pub use kube_model::{controllers, istio, json, kube, workload};
+pub use kube_model::{admission, controllers, go_yaml, istio, json, kube, workload};
 
 use serde_json::Value;
 use std::path::Path;
