@@ -127,8 +127,11 @@ def main(argv=None):
     p.add_argument("--cases", default="test_data/cases")
     p.add_argument("--journeys", default="test_data/journeys")
 
-    p = sub.add_parser("check-admission-policies", help="the MutatingAdmissionPolicies of examples/mutating-admission-policy/: "
-                       "schemas (kubernetes-validate), matchConditions run by cel-python")
+    p = sub.add_parser(
+        "check-admission-policies",
+        help="the MutatingAdmissionPolicies of examples/mutating-admission-policy/: "
+        "schemas (kubernetes-validate), matchConditions run by cel-python",
+    )
     p.add_argument("files", nargs="+")
 
     args = parser.parse_args(argv)
