@@ -1511,6 +1511,18 @@ fn native_where_it_cannot_run(cases: &mut Cases) {
             ("fallbackMode", "quitEndpoint".into()),
         ]),
     );
+    // Template names trimmed as Go's strings.TrimSpace trims them (Unicode
+    // White_Space): still sidecar alone; a zero-width space is no space.
+    cases.given(
+        "native-template-name-unicode-space-trimmed",
+        create(annotate(job(), TEMPLATES, "\u{a0}sidecar\u{3000}")),
+        none(),
+    );
+    cases.given(
+        "native-template-name-zero-width-space-warns",
+        create(annotate(job(), TEMPLATES, "sidecar\u{200b}")),
+        none(),
+    );
 }
 
 /// What Istio's releases read differently, its re-injection, and the order
