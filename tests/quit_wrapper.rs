@@ -60,15 +60,22 @@ fn wrapped_argv(
             "spec": {"restartPolicy": restart, "containers": [container]}
         }}
     });
+    // A container's own restart fields are read as every kubelet 1.35 or
+    // later reads them: the Node list says every kubelet is one.
     let payload = json!({
         "request": {
             "uid": "u", "operation": "CREATE", "object": job,
             "kind": {"group": "batch", "version": "v1", "kind": "Job"}
         },
-        "settings": {"mode": "quitEndpoint", "quitUrl": url}
+        "settings": {"mode": "quitEndpoint", "quitUrl": url, "nodeVersionCheck": own_restart.is_some()}
     });
+    let nodes = istio_job_sidecar_policy::native_gate::node_list(&[("a", "v1.35.0")]);
+    let host: istio_job_sidecar_policy::host::NativeHost =
+        std::rc::Rc::new(move |_: &str, _: &str, _: &str, _: &[u8]| Ok(nodes.clone()));
+    let before = istio_job_sidecar_policy::host::set_native(Some(host));
     let response = istio_job_sidecar_policy::validate(&serde_json::to_vec(&payload).unwrap())
         .expect("validate never errors");
+    istio_job_sidecar_policy::host::set_native(before);
     let response: Value = serde_json::from_slice(&response).unwrap();
     let c = &response["mutated_object"]["spec"]["template"]["spec"]["containers"][0];
     let mut argv: Vec<String> = serde_json::from_value(c["command"].clone())
@@ -391,6 +398,8 @@ struct Run<'r> {
     /// The listener's port is the pod's `status.sidecar.istio.io/port`,
     /// and `quitUrl` names a port where nothing listens.
     status_port: bool,
+    /// The wrapper's `when` argument instead of the one the policy wrote.
+    when: Option<String>,
 }
 
 impl Default for Run<'_> {
@@ -407,6 +416,7 @@ impl Default for Run<'_> {
             stdin: None,
             signal: None,
             status_port: false,
+            when: None,
         }
     }
 }
@@ -484,7 +494,7 @@ impl Run<'_> {
         } else {
             (listener.url(), json!({}))
         };
-        let argv = wrapped_argv(
+        let mut argv = wrapped_argv(
             &command,
             args.as_deref(),
             self.restart,
@@ -492,6 +502,9 @@ impl Run<'_> {
             &url,
             annotations,
         );
+        if let Some(when) = &self.when {
+            argv[5].clone_from(when);
+        }
 
         let mut cmd = match self.shell {
             Shell::Dash => Command::new(dash()),
@@ -1004,6 +1017,45 @@ fn container_restart_rules_decide_when_to_quit() {
                     "{shell:?} {own} {code}"
                 );
                 out.assert_hits_after();
+                out.clean();
+            }
+        }
+    }
+}
+
+/// The script reads its `when` argument as the policy's type says it does
+/// (`restarts::When::quits_after`): each form the policy writes, and a word
+/// it does not know (quit after any exit), under each shell.
+#[test]
+fn the_script_reads_when_as_the_policy_means_it() {
+    use istio_job_sidecar_policy::modes::restarts::When;
+    let forms = [
+        When::Always,
+        When::OnSuccess,
+        When::Unless(vec![42]),
+        When::Unless(vec![1, 2, 255]),
+        When::Only(vec![0, 3]),
+    ];
+    for shell in shells() {
+        for when in &forms {
+            for code in [0u8, 1, 2, 3, 42, 255] {
+                let code_text = code.to_string();
+                let Some(out) = (Run {
+                    shell,
+                    command: &["sh", "-c", EXITS_WITH, "{dir}", &code_text],
+                    when: Some(when.arg().into_owned()),
+                    ..Run::default()
+                })
+                .exits(i32::from(code)) else {
+                    skip(&format!("{shell:?}: not installed, the case is skipped"));
+                    continue;
+                };
+                let quits = when.quits_after(code);
+                assert_eq!(
+                    out.hits.len(),
+                    usize::from(quits),
+                    "{shell:?} {when:?} {code}"
+                );
                 out.clean();
             }
         }

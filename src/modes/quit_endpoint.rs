@@ -14,12 +14,15 @@
 //!
 //! `when` says after which exits of the program the proxy is asked to
 //! quit: only after one the kubelet does not restart the container after
-//! (`restarts.rs`): `on-success` for `restartPolicy: OnFailure` (after a
-//! failure the kubelet restarts the program in the same pod, which still
-//! needs its proxy), `always` for `Never`, and, for a container with its
-//! own `restartPolicy` and `restartPolicyRules`, `unless:CODES` or
-//! `only:CODES`. A container restarted after every exit, or with rules the
-//! policy cannot read, has no safe time to quit, and is not wrapped.
+//! (`restarts.rs`, the home of `When`): `on-success` for `restartPolicy:
+//! OnFailure` (after a failure the kubelet restarts the program in the same
+//! pod, which still needs its proxy), `always` for `Never`, and, for a
+//! container with its own `restartPolicy` and `restartPolicyRules`,
+//! `unless:CODES` or `only:CODES`. A container restarted after every exit,
+//! with rules the policy cannot read, or whose own restart fields kubelets
+//! before 1.35 read otherwise than later ones where the kubelets that may
+//! run the Pod are not known (with `nodeVersionCheck`, the Node list says),
+//! has no safe time to quit, and is not wrapped.
 //!
 //! The URL is `quitUrl` on the pod's own status port: pilot-agent serves
 //! `/quitquitquit` on `status.sidecar.istio.io/port` when the pod sets it,
@@ -29,8 +32,9 @@
 //! apart with parameter expansion alone.
 
 use crate::json::{Node, ShapeError};
-use crate::modes::restarts;
+use crate::modes::restarts::{self, Kubelets};
 use crate::modes::target::{ModeOutcome, RecordEdit, Target, Undone};
+use crate::native_gate;
 use crate::record::Applied;
 use crate::settings::quit_url_parts;
 use crate::warning;
@@ -45,10 +49,7 @@ pub const SHELL: &str = "/bin/sh";
 /// `$0` of the wrapper: what its messages are prefixed with, and the mark
 /// by which a wrapped command is recognised.
 pub const NAME: &str = "istio-job-sidecar-quit";
-/// Quit after any exit of the program.
-pub const ALWAYS: &str = "always";
-/// Quit only after the program succeeded (restartPolicy OnFailure).
-pub const ON_SUCCESS: &str = "on-success";
+pub use crate::modes::restarts::{ALWAYS, ON_SUCCESS};
 /// Elements the wrapper puts before the original command.
 pub const PREFIX_LEN: usize = 6;
 
@@ -87,22 +88,27 @@ pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
         }
     };
     let own_restart_policy = t.object.view()?.containers()[index].restart_policy.clone();
-    let when = match own_restart_policy {
-        None => restarts::when(pod_restart_policy.as_deref(), None, None),
-        // The rules are read only beside a container's own restartPolicy,
-        // and only of the one container wrapped.
-        Some(own) => {
-            let rules = match t
-                .object
-                .item("containers", index)?
-                .get_mut("restartPolicyRules")?
-            {
-                Some(rules) => Some(rules.to_value()?),
-                None => None,
-            };
-            restarts::when(pod_restart_policy.as_deref(), Some(&own), rules.as_ref())
-        }
+    // The rules are read only beside a container's own restartPolicy, and
+    // only of the one container wrapped.
+    let rules = match own_restart_policy {
+        None => None,
+        Some(_) => match t
+            .object
+            .item("containers", index)?
+            .get_mut("restartPolicyRules")?
+        {
+            Some(rules) => Some(rules.to_value()?),
+            None => None,
+        },
     };
+    let node_name = native_gate::node_name(t.object)?;
+    let check = t.settings.node_version_check;
+    let when = restarts::when(
+        pod_restart_policy.as_deref(),
+        own_restart_policy.as_deref(),
+        rules.as_ref(),
+        || kubelets(check, node_name.as_deref()),
+    );
     let when = match when {
         Ok(when) => when,
         Err(none) => {
@@ -110,6 +116,7 @@ pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
         }
     };
     let url = post_url(&t.settings.quit_url, status_port);
+    let when = when.arg();
     let prefix = [SHELL, "-c", SCRIPT, NAME, url.as_ref(), when.as_ref()];
     let applied = Applied::QuitEndpoint {
         container: name.to_owned(),
@@ -154,6 +161,29 @@ pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
         .item("containers", index)?
         .set("command", Node::Array(wrapped))?;
     Ok(ModeOutcome::applied(applied))
+}
+
+/// How the kubelets that may run the Pod on `node_name` read a container's
+/// own restart fields: from the Node list with `nodeVersionCheck` (`check`),
+/// else not known.
+fn kubelets(check: bool, node_name: Option<&str>) -> Kubelets {
+    if !check {
+        return Kubelets::Unknown("nodeVersionCheck off".into());
+    }
+    let read = match native_gate::kubelets(node_name) {
+        Ok(read) => read,
+        Err(_) => return Kubelets::Unknown("Nodes not read".into()),
+    };
+    if read.all_from(restarts::FIRST_READING_MINOR) {
+        Kubelets::ReadRules
+    } else if read.all_before(restarts::FIRST_READING_MINOR - 1) {
+        Kubelets::IgnoreRules
+    } else {
+        match read.oldest {
+            Some(old) => Kubelets::Unknown(format!("node {}: {}", old.node, old.version)),
+            None => Kubelets::Unknown("no Node listed".into()),
+        }
+    }
 }
 
 /// `SCRIPT` as a JSON string, written once per instance rather than
@@ -532,31 +562,148 @@ mod tests {
         assert_eq!(run(Kind::Pod, &out), (ModeOutcome::unchanged(), out));
     }
 
+    /// `f` run with the host answering the Node list with `nodes` (`None`:
+    /// no host, as where the Nodes are not granted).
+    fn with_nodes<T>(nodes: Option<&[(&str, &str)]>, f: impl FnOnce() -> T) -> T {
+        let list = nodes.map(crate::native_gate::node_list);
+        let host: Option<crate::host::NativeHost> = list.map(|list| {
+            std::rc::Rc::new(move |_: &str, _: &str, _: &str, _: &[u8]| Ok(list.clone()))
+                as crate::host::NativeHost
+        });
+        let before = crate::host::set_native(host);
+        let out = f();
+        crate::host::set_native(before);
+        out
+    }
+
+    const RETRY_42: &str = r#"{"restartPolicy": "Never", "restartPolicyRules": [
+        {"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]}"#;
+    const NEW: &[(&str, &str)] = &[("a", "v1.35.0"), ("b", "v1.36.2-eks-1")];
+    const OLD: &[(&str, &str)] = &[("a", "v1.33.6"), ("b", "v1.32.9+k3s1")];
+    const MIXED: &[(&str, &str)] = &[("a", "v1.35.0"), ("old-1", "v1.34.2")];
+    const NONE: &[(&str, &str)] = &[];
+
     /// A container's own restartPolicy and restartPolicyRules decide when
-    /// to quit (`restarts.rs`): Pod `Never`, retried in place on 42; Pod
-    /// `OnFailure`, the container `Never`.
+    /// to quit (`restarts.rs`) where every kubelet reads them alike: a
+    /// kubelet before 1.35 reads the Pod's restartPolicy alone, so where
+    /// the two readings differ the Node list decides (`nodeVersionCheck`),
+    /// and without one nothing is wrapped. Pod `Never`, retried in place on
+    /// 42; Pod `OnFailure`, the container `Never`.
     #[rstest]
-    #[case::retried_in_place_on_42(
+    #[case::retried_42_new("Never", RETRY_42, true, Some(NEW), Ok("unless:42"))]
+    #[case::retried_42_old("Never", RETRY_42, true, Some(OLD), Ok(ALWAYS))]
+    #[case::retried_42_mixed("Never", RETRY_42, true, Some(MIXED), Err("(node old-1: v1.34.2)"))]
+    #[case::retried_42_unchecked(
         "Never",
-        json!({"restartPolicy": "Never", "restartPolicyRules": [
-            {"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]}),
-        "unless:42"
+        RETRY_42,
+        false,
+        Some(NEW),
+        Err("(nodeVersionCheck off)")
     )]
-    #[case::never_restarted_in_an_on_failure_pod("OnFailure", json!({"restartPolicy": "Never"}), ALWAYS)]
-    #[case::on_failure_in_a_never_pod("Never", json!({"restartPolicy": "OnFailure"}), ON_SUCCESS)]
+    #[case::retried_42_not_granted("Never", RETRY_42, true, None, Err("(Nodes not read)"))]
+    #[case::retried_42_no_node("Never", RETRY_42, true, Some(NONE), Err("(no Node listed)"))]
+    #[case::never_in_on_failure_new(
+        "OnFailure",
+        r#"{"restartPolicy": "Never"}"#,
+        true,
+        Some(NEW),
+        Ok(ALWAYS)
+    )]
+    #[case::never_in_on_failure_old(
+        "OnFailure",
+        r#"{"restartPolicy": "Never"}"#,
+        true,
+        Some(OLD),
+        Ok(ON_SUCCESS)
+    )]
+    #[case::never_in_on_failure_unchecked(
+        "OnFailure",
+        r#"{"restartPolicy": "Never"}"#,
+        false,
+        None,
+        Err("ignore app's restartPolicy: not wrapped")
+    )]
+    #[case::on_failure_in_never_new(
+        "Never",
+        r#"{"restartPolicy": "OnFailure"}"#,
+        true,
+        Some(NEW),
+        Ok(ON_SUCCESS)
+    )]
+    #[case::on_failure_in_never_mixed(
+        "Never",
+        r#"{"restartPolicy": "OnFailure"}"#,
+        true,
+        Some(MIXED),
+        Err("old-1")
+    )]
+    // One reading: the Node list is not needed.
+    #[case::never_in_never("Never", r#"{"restartPolicy": "Never"}"#, false, None, Ok(ALWAYS))]
     fn the_containers_own_restart_rules_decide(
         #[case] pod: &str,
-        #[case] own: Value,
-        #[case] when: &str,
+        #[case] own: &str,
+        #[case] check: bool,
+        #[case] nodes: Option<&[(&str, &str)]>,
+        #[case] expected: Result<&str, &str>,
     ) {
+        let own: Value = serde_json::from_str(own).unwrap();
         let mut object = job(json!([with_own(app(json!(["run"])), &own)]));
         object["spec"]["template"]["spec"]["restartPolicy"] = json!(pod);
-        let (outcome, out) = run(Kind::Job, &object);
-        assert_eq!(outcome, changed());
-        let c = &out["spec"]["template"]["spec"]["containers"][0];
-        assert_eq!(c["command"], wrapped_command(when, &["run"]));
-        assert_eq!(c["restartPolicyRules"], own["restartPolicyRules"]);
-        assert_eq!(run(Kind::Job, &out), (ModeOutcome::unchanged(), out));
+        let settings = Settings {
+            node_version_check: check,
+            ..Settings::default()
+        };
+        let (outcome, out) = with_nodes(nodes, || run_with(Kind::Job, &object, &settings));
+        match expected {
+            Ok(when) => {
+                assert_eq!(outcome, changed());
+                let c = &out["spec"]["template"]["spec"]["containers"][0];
+                assert_eq!(c["command"], wrapped_command(when, &["run"]));
+                assert_eq!(c["restartPolicyRules"], own["restartPolicyRules"]);
+                let again = with_nodes(nodes, || run_with(Kind::Job, &out, &settings));
+                assert_eq!(again, (ModeOutcome::unchanged(), out));
+            }
+            Err(warning) => {
+                assert!(!outcome.changed);
+                assert_eq!(out, object);
+                assert_eq!(outcome.warnings.len(), 1);
+                let text = &outcome.warnings[0];
+                assert!(text.contains(warning), "{text}");
+                assert!(
+                    text.contains("kubelets < 1.35 ignore app's restartPolicy"),
+                    "{text}"
+                );
+                assert!(crate::warning::fits(text), "{text}");
+            }
+        }
+    }
+
+    /// On a Pod of its own node (`spec.nodeName`), that node's kubelet
+    /// alone decides, as for nativeSidecar.
+    #[test]
+    fn a_pod_on_its_own_node_is_read_by_that_kubelet() {
+        let own: Value = serde_json::from_str(RETRY_42).unwrap();
+        let mut object = job(json!([with_own(app(json!(["run"])), &own)]));
+        let settings = Settings {
+            node_version_check: true,
+            ..Settings::default()
+        };
+        for (node, when) in [("a", Some("unless:42")), ("old-1", None)] {
+            object["spec"]["template"]["spec"]["nodeName"] = json!(node);
+            let (outcome, out) =
+                with_nodes(Some(MIXED), || run_with(Kind::Job, &object, &settings));
+            let command = &out["spec"]["template"]["spec"]["containers"][0]["command"];
+            match when {
+                Some(when) => assert_eq!(*command, wrapped_command(when, &["run"])),
+                None => {
+                    assert_eq!(*command, json!(["run"]));
+                    assert!(
+                        outcome.warnings[0].contains("old-1: v1.34.2"),
+                        "{outcome:?}"
+                    );
+                }
+            }
+        }
     }
 
     /// Restarted after every exit, or by rules the policy cannot read: no

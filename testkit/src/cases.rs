@@ -1194,28 +1194,72 @@ fn quit_endpoint(cases: &mut Cases) {
     // Container restart rules (Kubernetes 1.34 alpha, 1.35 beta): the
     // container's own restartPolicy and restartPolicyRules decide when its
     // proxy may quit, as the kubelet's ContainerShouldRestart reads them.
-    let retried = |pod_policy: &str, own: &str| {
-        let mut p = pod(Some(pod_policy));
-        let report = &mut p["spec"]["containers"][0];
+    // The first app container with the members of `own` (a JSON object).
+    let set_own = |container: &mut Json, own: &str| {
         for (key, value) in match Json::parse(own) {
             Json::Obj(members) => members,
             _ => unreachable!("an object"),
         } {
-            report[key.as_str()] = value;
+            container[key.as_str()] = value;
         }
+    };
+    let retried = |pod_policy: &str, own: &str| {
+        let mut p = pod(Some(pod_policy));
+        set_own(&mut p["spec"]["containers"][0], own);
         create(p)
     };
+    // A kubelet before 1.35 ignores them and reads the Pod's restartPolicy
+    // (KEP-5307, "Version Skew Strategy"): where the two readings differ
+    // the container is not wrapped, unless the Node list (nodeVersionCheck)
+    // says which kubelets run it; where they agree it is wrapped.
+    const RETRY_42: &str = r#"{"restartPolicy": "Never", "restartPolicyRules": [{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]}"#;
     cases.given(
-        "quit-container-restart-rule-retries-42",
-        retried(
-            "Never",
-            r#"{"restartPolicy": "Never", "restartPolicyRules": [{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]}"#,
-        ),
+        "quit-container-restart-rule-retries-42-warns",
+        retried("Never", RETRY_42),
         quit(),
     );
     cases.given(
-        "quit-container-never-in-onfailure-pod",
+        "quit-container-never-in-onfailure-pod-warns",
         retried("OnFailure", r#"{"restartPolicy": "Never"}"#),
+        quit(),
+    );
+    cases.given(
+        "quit-container-retries-42-in-onfailure-pod-nodes-not-read-warns",
+        retried("OnFailure", RETRY_42),
+        obj([
+            ("mode", "quitEndpoint".into()),
+            ("nodeVersionCheck", Json::Bool(true)),
+        ]),
+    );
+    cases.given(
+        "quit-container-never-in-never-pod",
+        retried("Never", r#"{"restartPolicy": "Never"}"#),
+        quit(),
+    );
+    cases.given(
+        "quit-container-restart-not-0-in-onfailure-pod",
+        retried(
+            "OnFailure",
+            r#"{"restartPolicy": "Never", "restartPolicyRules": [{"action": "Restart", "exitCodes": {"operator": "NotIn", "values": [0]}}]}"#,
+        ),
+        quit(),
+    );
+    // The same in a Job's pod template.
+    let job_with = |pod_policy: &str, own: &str| {
+        let mut j = job();
+        let t = template(&mut j);
+        t["spec"]["restartPolicy"] = pod_policy.into();
+        set_own(&mut t["spec"]["containers"][0], own);
+        create(j)
+    };
+    cases.given(
+        "quit-job-container-restart-rule-retries-42-warns",
+        job_with("Never", RETRY_42),
+        quit(),
+    );
+    cases.given(
+        "quit-job-container-never-in-onfailure-pod-warns",
+        job_with("OnFailure", r#"{"restartPolicy": "Never"}"#),
         quit(),
     );
     cases.given(
@@ -1404,21 +1448,26 @@ fn native_proxy() -> Json {
     container(&mut fixture(NATIVE_JOB), "initContainers", "istio-proxy").clone()
 }
 
+/// A Pod of the Job of fixture `job` as the Job controller makes it.
+fn pod_of(job: &str) -> Json {
+    let t = template(&mut fixture(job)).clone();
+    let mut metadata = t["metadata"].clone();
+    metadata["generateName"] = "pi-".into();
+    metadata["namespace"] = "default".into();
+    obj([
+        ("apiVersion", "v1".into()),
+        ("kind", "Pod".into()),
+        ("metadata", metadata),
+        ("spec", t["spec"].clone()),
+    ])
+}
+
 /// A Pod of Istio's classic kube-injected Job as the Job controller makes
 /// it, seen after Istio's webhook (Kubewarden >= 1.37.2). With `twice`, its
 /// template had the proxy native and the webhook rendered it classic again:
 /// Istio merges onto the Pod as it came, so it is in both lists.
 fn injected_pod(twice: bool) -> Json {
-    let t = template(&mut fixture(CLASSIC_JOB)).clone();
-    let mut metadata = t["metadata"].clone();
-    metadata["generateName"] = "pi-".into();
-    metadata["namespace"] = "default".into();
-    let mut p = obj([
-        ("apiVersion", "v1".into()),
-        ("kind", "Pod".into()),
-        ("metadata", metadata),
-        ("spec", t["spec"].clone()),
-    ]);
+    let mut p = pod_of(CLASSIC_JOB);
     if twice {
         p["spec"]["initContainers"]
             .items()
@@ -1471,20 +1520,11 @@ fn native_where_it_cannot_run(cases: &mut Cases) {
     // Istio's sidecar-spire.yaml.injected shape on a Pod seen after the
     // injector: the spire template's partial proxy in containers beside
     // the native one, both in the status; merged into the native one.
-    let mut spire = fixture(NATIVE_JOB);
     let status = r#"{"initContainers":["istio-init","istio-proxy"],"containers":["istio-proxy"],"volumes":["workload-socket","credential-socket","workload-certs","istio-envoy","istio-data","istio-podinfo","istio-token","istiod-ca-cert","istio-ca-crl"],"imagePullSecrets":null,"revision":"default"}"#;
-    let t = template(&mut spire).clone();
-    let mut metadata = t["metadata"].clone();
-    metadata["generateName"] = "pi-".into();
-    metadata["namespace"] = "default".into();
-    metadata["annotations"][TEMPLATES] = "sidecar,spire".into();
-    metadata["annotations"]["sidecar.istio.io/status"] = status.into();
-    let mut spire_pod = obj([
-        ("apiVersion", "v1".into()),
-        ("kind", "Pod".into()),
-        ("metadata", metadata),
-        ("spec", t["spec"].clone()),
-    ]);
+    let mut spire_pod = pod_of(NATIVE_JOB);
+    let annotations = &mut spire_pod["metadata"]["annotations"];
+    annotations[TEMPLATES] = "sidecar,spire".into();
+    annotations["sidecar.istio.io/status"] = status.into();
     spire_pod["spec"]["containers"].items().push(Json::parse(
         r#"{"name": "istio-proxy", "resources": {}, "volumeMounts": [
             {"mountPath": "/var/run/secrets/workload-spiffe-uds", "name": "workload-socket", "readOnly": true}]}"#,
@@ -1502,14 +1542,20 @@ fn native_where_it_cannot_run(cases: &mut Cases) {
     // nodeVersionCheck where the host lists no Nodes (kwctl without
     // --allow-context-aware, a policy-server not granted them): the
     // fallback, and a warning.
+    let checked = |fallback: Option<&str>| {
+        let mut settings = obj([
+            ("mode", "nativeSidecar".into()),
+            ("nodeVersionCheck", Json::Bool(true)),
+        ]);
+        if let Some(mode) = fallback {
+            settings["fallbackMode"] = mode.into();
+        }
+        settings
+    };
     cases.given(
         "native-node-check-no-cluster-context",
         create(job()),
-        obj([
-            ("mode", "nativeSidecar".into()),
-            ("nodeVersionCheck", Json::Bool(true)),
-            ("fallbackMode", "quitEndpoint".into()),
-        ]),
+        checked(Some("quitEndpoint")),
     );
     // Template names trimmed as Go's strings.TrimSpace trims them (Unicode
     // White_Space): still sidecar alone; a zero-width space is no space.
