@@ -82,6 +82,31 @@ pub fn warning(why: &str, settings: &Settings) -> String {
     unsafe_then(why, then)
 }
 
+/// Said to the operator of a Pod whose proxy Istio injected natively before
+/// the policy saw it: what no mode can do for it, and what to do.
+pub const NATIVE_ALREADY: &str =
+    "no fallbackMode changes a native proxy: inject the workload classic, or run it on kubelets 1.33+";
+
+/// The warnings where nativeSidecar is unsafe (`why`) for a Pod whose proxy
+/// Istio already injected natively, which no injection follows: the
+/// fallback mode would change nothing of how the kubelet runs that proxy
+/// (it stays an init container with `restartPolicy: Always`), and the
+/// classic form Istio would have rendered cannot be made from it (the
+/// injection template renders the two forms apart from what the Pod does
+/// not show: with the mesh's `holdApplicationUntilProxyStarts` a classic
+/// proxy goes first with a `postStart` hook, the native one never; a
+/// native proxy gets a `preStop` drain unless the mesh sets
+/// `global.proxy.lifecycle`; and `reorderPod` runs the user's init
+/// containers after `istio-init` only in the native form: injection-template.yaml
+/// and `pkg/kube/inject/webhook.go`, Istio 1.24-1.30). So no mode is
+/// applied to the Pod, and the operator is told.
+pub fn native_already_warnings(why: &str) -> [String; 2] {
+    [
+        unsafe_then(why, "proxy is native"),
+        NATIVE_ALREADY.to_owned(),
+    ]
+}
+
 fn unsafe_then(why: &str, then: &str) -> String {
     let full = format!("nativeSidecar unsafe: {why}; {then}");
     if warning::fits(&full) {

@@ -5,6 +5,7 @@
 use crate::decide::{self, decide, Facts, Plan, Skip};
 use crate::json::{Node, ShapeError};
 use crate::modes::change::undo_then_apply;
+use crate::modes::native_sidecar::natively_injected;
 use crate::modes::{one_proxy, owner_mode};
 use crate::names::{Kind, NEVER_INJECTED_NAMESPACES};
 use crate::native_gate;
@@ -155,11 +156,24 @@ fn decide_and_edit(
     };
     let (mut plan, mut warnings) = decide(&facts, settings);
     // nativeSidecar where the Pod could not run it: the fallback mode, or
-    // nothing, instead.
+    // nothing, instead; nothing for a Pod Istio already injected natively,
+    // which no mode can help (`native_gate::native_already_warnings`).
     if plan == Plan::Apply(Mode::NativeSidecar) {
         if let Some(why) = native_gate::unsafe_here(object, settings)? {
-            warnings.push(native_gate::warning(&why, settings));
-            plan = match settings.fallback_mode {
+            let view = object.view()?;
+            let fallback = match settings.fallback_mode {
+                _ if kind == Kind::Pod
+                    && natively_injected(view, &settings.sidecar_container_name) =>
+                {
+                    warnings.extend(native_gate::native_already_warnings(&why));
+                    None
+                }
+                fallback => {
+                    warnings.push(native_gate::warning(&why, settings));
+                    fallback
+                }
+            };
+            plan = match fallback {
                 Some(mode) => Plan::Apply(mode),
                 None => Plan::Skip(Skip::NativeUnsafe),
             };
@@ -242,6 +256,84 @@ mod tests {
         let there = answer(json!({"proxy.istio.io/config": "exitOnJobCompletion: true"}));
         assert_eq!(there["mutated_object"], serde_json::Value::Null, "{there}");
         assert_eq!(there["warnings"], serde_json::Value::Null, "{there}");
+    }
+
+    /// The answer to a CREATE of `object` of `kind` with `settings`, the
+    /// host answering the Node list with `nodes`.
+    fn answer_with_nodes(
+        kind: &str,
+        object: serde_json::Value,
+        settings: serde_json::Value,
+        nodes: &[(&str, &str)],
+    ) -> serde_json::Value {
+        let group = if kind == "Pod" { "" } else { "batch" };
+        let payload = json!({
+            "request": {
+                "kind": {"group": group, "version": "v1", "kind": kind},
+                "operation": "CREATE",
+                "object": object
+            },
+            "settings": settings
+        });
+        let list = crate::native_gate::node_list(nodes);
+        let host: crate::host::NativeHost =
+            std::rc::Rc::new(move |_: &str, _: &str, _: &str, _: &[u8]| Ok(list.clone()));
+        let before = crate::host::set_native(Some(host));
+        let out = evaluate(&serde_json::to_vec(&payload).unwrap());
+        crate::host::set_native(before);
+        serde_json::from_slice(&out).unwrap()
+    }
+
+    /// A Pod Istio injected natively before the policy, where the Node
+    /// check fails: no fallback is applied (it would change nothing of how
+    /// the kubelet runs the proxy), and the operator is told; where every
+    /// kubelet runs native sidecars, nativeSidecar as ever. A Job's
+    /// template with the same proxy gets the fallback: Istio renders its
+    /// Pods anew.
+    #[test]
+    fn a_pod_injected_natively_first_gets_no_fallback() {
+        let spec = json!({
+            "restartPolicy": "Never",
+            "initContainers": [
+                {"name": "istio-init", "image": "proxyv2"},
+                {"name": "istio-proxy", "image": "proxyv2", "restartPolicy": "Always"}
+            ],
+            "containers": [{"name": "app", "image": "app", "command": ["run"]}]
+        });
+        let status = r#"{"initContainers":["istio-init","istio-proxy"],"containers":null}"#;
+        let metadata = json!({"name": "p", "annotations": {"sidecar.istio.io/status": status}});
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec});
+        let settings = json!({"mode": "nativeSidecar", "nodeVersionCheck": true, "fallbackMode": "quitEndpoint"});
+        let old = [("new-1", "v1.34.1"), ("old-1", "v1.32.9")];
+        let out = answer_with_nodes("Pod", pod.clone(), settings.clone(), &old);
+        assert_eq!(out["mutated_object"], serde_json::Value::Null, "{out}");
+        let warnings = out["warnings"].to_string();
+        assert!(
+            warnings.contains("node old-1 runs kubelet v1.32.9 (< 1.33); proxy is native"),
+            "{warnings}"
+        );
+        assert!(
+            warnings.contains("no fallbackMode changes a native proxy"),
+            "{warnings}"
+        );
+        assert!(!warnings.contains("used quitEndpoint"), "{warnings}");
+        // Every kubelet new: the native form, as asked.
+        let new = [("new-1", "v1.34.1"), ("new-2", "v1.33.6")];
+        let out = answer_with_nodes("Pod", pod, settings.clone(), &new);
+        assert_eq!(out["warnings"], serde_json::Value::Null, "{out}");
+        // A Job's template: the fallback.
+        let job = json!({
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"template": {"metadata": metadata, "spec": spec}}
+        });
+        let out = answer_with_nodes("Job", job, settings, &old);
+        let command =
+            &out["mutated_object"]["spec"]["template"]["spec"]["containers"][0]["command"];
+        assert_eq!(command[3], crate::modes::quit_endpoint::NAME, "{out}");
+        assert!(
+            out["warnings"].to_string().contains("used quitEndpoint"),
+            "{out}"
+        );
     }
 
     /// The settings cache is keyed by the settings' text: a new text is read anew.

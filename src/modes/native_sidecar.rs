@@ -137,7 +137,7 @@ pub fn undo_annotation(edit: &Annotated, t: &mut Target) -> Result<bool, ShapeEr
 
 /// A proxy Istio injected natively: the template carries the injection
 /// status and the proxy in `initContainers` as a native sidecar.
-fn natively_injected(view: &Workload, name: &str) -> bool {
+pub fn natively_injected(view: &Workload, name: &str) -> bool {
     view.injection_status().is_some()
         && view.init_containers().iter().any(|c| {
             c.name.as_deref() == Some(name) && c.restart_policy.as_deref() == Some("Always")

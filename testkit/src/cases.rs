@@ -1557,6 +1557,33 @@ fn native_where_it_cannot_run(cases: &mut Cases) {
         create(job()),
         checked(Some("quitEndpoint")),
     );
+    // A Pod Istio injected natively before the policy saw it (Kubewarden
+    // 1.37.2 and later), from a Job whose template nativeSidecar asked
+    // native of while every kubelet was new, where the Node check now
+    // fails: no mode changes how the kubelet runs that proxy, nor can its
+    // classic form be made from it, so it is kept native and the operator
+    // told. Its Job's template is another matter: Istio renders each Pod
+    // anew, so the fallback applies there.
+    let mut native_pod = pod_of(NATIVE_JOB);
+    let annotations = &mut native_pod["metadata"]["annotations"];
+    annotations[NATIVE_KEY] = "true".into();
+    annotations[RECORD_KEY] =
+        r#"{"mode":"nativeSidecar","annotation":"sidecar.istio.io/nativeSidecar"}"#.into();
+    cases.given(
+        "pod-injected-native-node-check-fails-kept-native",
+        create(native_pod.clone()),
+        checked(Some("quitEndpoint")),
+    );
+    cases.given(
+        "pod-injected-native-node-check-fails-no-fallback-kept-native",
+        create(native_pod),
+        checked(None),
+    );
+    cases.given(
+        "kube-injected-native-job-node-check-fails-quit",
+        create(fixture(NATIVE_JOB)),
+        checked(Some("quitEndpoint")),
+    );
     // Template names trimmed as Go's strings.TrimSpace trims them (Unicode
     // White_Space): still sidecar alone; a zero-width space is no space.
     cases.given(
