@@ -39,7 +39,7 @@ use std::fmt;
 
 /// The first kubelet minor release Istio counts as running native sidecars
 /// (GA in 1.33).
-pub const MIN_KUBELET_MINOR: i64 = 33;
+pub const MIN_KUBELET_MINOR: u64 = 33;
 
 /// The host call that lists the Nodes, trimmed by field masks to what is
 /// read (a host that knows no masks sends whole Nodes, read all the same).
@@ -150,7 +150,7 @@ pub struct Kubelets {
     /// oldest; the first in the list among equals), `None` for no Node.
     pub oldest: Option<Kubelet>,
     /// The newest minor release among them that could be read.
-    pub newest: Option<i64>,
+    pub newest: Option<u64>,
     /// Whether a version among them could not be read.
     pub unreadable: bool,
 }
@@ -161,12 +161,12 @@ pub struct Kubelet {
     pub node: String,
     pub version: String,
     /// Its minor release, as [`minor`] reads it.
-    pub minor: Option<i64>,
+    pub minor: Option<u64>,
 }
 
 impl Kubelets {
     /// Why one of them is older than `1.<minor>`, or `None` when none is.
-    pub fn older_than(&self, minor: i64) -> Option<String> {
+    pub fn older_than(&self, minor: u64) -> Option<String> {
         let old = self
             .oldest
             .as_ref()
@@ -186,7 +186,7 @@ impl Kubelets {
 
     /// Whether there is at least one, and each one's release is at least
     /// `1.<minor>`.
-    pub fn all_from(&self, minor: i64) -> bool {
+    pub fn all_from(&self, minor: u64) -> bool {
         self.oldest
             .as_ref()
             .is_some_and(|k| k.minor.is_some_and(|m| m >= minor))
@@ -194,7 +194,7 @@ impl Kubelets {
 
     /// Whether there is at least one, and each one's release is known and
     /// before `1.<minor>`.
-    pub fn all_before(&self, minor: i64) -> bool {
+    pub fn all_before(&self, minor: u64) -> bool {
         self.oldest.is_some() && !self.unreadable && self.newest.is_some_and(|m| m < minor)
     }
 
@@ -389,8 +389,8 @@ pub fn runs_native_sidecars(version: &str) -> bool {
 /// metadata (dot-separated non-empty runs of the same). Each segment is
 /// read by `strconv.ParseInt(s, 10, 64)`, so one past `i64::MAX` is
 /// refused; fewer than three segments are padded with zeros, so a missing
-/// minor is 0.
-pub fn minor(version: &str) -> Option<i64> {
+/// minor is 0. Digits alone, so never negative.
+pub fn minor(version: &str) -> Option<u64> {
     let v = version.strip_prefix('v').unwrap_or(version);
     let end = v
         .bytes()
@@ -405,6 +405,7 @@ pub fn minor(version: &str) -> Option<i64> {
             return None;
         }
         let n: i64 = segment.parse().ok()?;
+        let n = u64::try_from(n).ok()?;
         if i == 1 {
             minor = n;
         }
@@ -499,7 +500,7 @@ mod tests {
     #[case("v1.33.0+a+b", None)]
     #[case("v1.33.0-a.", None)]
     // strconv.ParseInt(s, 10, 64): i64::MAX is read, one more is refused.
-    #[case("v1.9223372036854775807", Some(i64::MAX))]
+    #[case("v1.9223372036854775807", Some(i64::MAX as u64))]
     #[case("v1.9223372036854775808", None)]
     #[case("v1.99999999999999999999999", None)]
     #[case("v1.033.0", Some(33))]
@@ -523,7 +524,7 @@ mod tests {
     #[case("v1.35.0-gke.1000", Some(35))]
     #[case("v1.31.4+rke2r1", Some(31))]
     #[case("v1.29", Some(29))]
-    fn reads_the_minor_as_go_version_does(#[case] version: &str, #[case] expected: Option<i64>) {
+    fn reads_the_minor_as_go_version_does(#[case] version: &str, #[case] expected: Option<u64>) {
         assert_eq!(minor(version), expected, "{version:?}");
     }
 

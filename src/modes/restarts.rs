@@ -134,7 +134,7 @@ impl When {
 /// The first kubelet minor release that reads a container's own restart
 /// fields by default (`ContainerRestartRules` beta, on, in 1.35); the one
 /// before reads them only with its alpha gate turned on.
-pub const FIRST_READING_MINOR: i64 = 35;
+pub const FIRST_READING_MINOR: u64 = 35;
 
 /// What the kubelets that may run the Pod make of a container's own
 /// `restartPolicy` and `restartPolicyRules`.
