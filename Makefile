@@ -74,7 +74,7 @@ lint:
 	cargo clippy -p policy-demo --all-targets --locked -- -D warnings
 
 # The inner loop, a first result in under 2 minutes warm and 6 cold on 2
-# cores (DEVELOPING.md has the measurements): formatting, clippy of the
+# cores (docs/performance.md has the measurements): formatting, clippy of the
 # policy crate with its tests, and its tests (unit, golden, journeys,
 # manifests, mode changes, fuzz regressions, properties) but for what costs
 # minutes, which `make test` runs: tests/quit_wrapper.rs (every shell client

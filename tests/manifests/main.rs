@@ -13,6 +13,7 @@ mod artifacthub;
 mod common;
 mod examples;
 mod install;
+mod layout;
 mod links;
 mod markdown;
 mod metadata;
