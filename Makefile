@@ -381,7 +381,11 @@ FUZZ_TOOLCHAIN      ?= nightly
 FUZZ_TARGETS        := validate_raw validate_structured validate_settings merge_fast_path mode_change
 FUZZ_SECONDS        ?= 300
 FUZZ_SMOKE_SECONDS  ?= 20
-FUZZ_FLAGS          ?= -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
+# What policy-server tolerates: an input that takes over 2 s (its default
+# --policy-timeout; native code under AddressSanitizer runs the policy at
+# about wasm's speed) or past 640 MB of RSS (Kubewarden 1.38's 256 MiB a
+# policy, plus ASan's 256 MB quarantine and libFuzzer's own ~100 MB) fails.
+FUZZ_FLAGS          ?= -rss_limit_mb=640 -timeout=2 -print_final_stats=1
 FUZZ = cargo +$(FUZZ_TOOLCHAIN) fuzz
 
 # Seeds, as plain text (no build): every case's `{"request":..,"settings":..}`

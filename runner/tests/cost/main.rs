@@ -31,5 +31,6 @@ mod common;
 mod budget;
 mod config;
 mod engine;
+mod nodes;
 mod objects;
 mod settings;
