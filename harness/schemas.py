@@ -5,7 +5,8 @@ error) for the newest Kubernetes release the package knows:
 - each golden case's answer (`test_data/cases/*/expected.json`): its
   `mutatedObject`, or the request's object when the policy left it as it
   came;
-- each journey's final Pods (`test_data/journeys/*.json`): every list named
+- each journey's final Pods, written whole by `journey --pods DIR`
+  (`make schema-tests`: `target/journey-pods/*.json`): every list named
   `pods`, wherever it stands in the file.
 
 The files are found when the check runs, whatever other changes added.
