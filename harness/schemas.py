@@ -94,7 +94,7 @@ def problem(validator, obj, version):
     return None
 
 
-def check(cases_dir="test_data/cases", journeys_dir="test_data/journeys"):
+def check(cases_dir="test_data/cases", journeys_dir="target/journey-pods"):
     """Prints a line per object; returns (failures, summary line)."""
     import kubernetes_validate  # PyPI kubernetes-validate, only needed here
 
