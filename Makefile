@@ -378,7 +378,7 @@ proptest-long:
 # Corpora start from test_data/ (built by fuzz-seeds) and stay out of git;
 # crashes land in fuzz/artifacts/<target>/ (see RELIABILITY.md for what to do).
 FUZZ_TOOLCHAIN      ?= nightly
-FUZZ_TARGETS        := validate_raw validate_structured validate_settings merge_fast_path mode_change
+FUZZ_TARGETS        := validate_raw validate_structured validate_settings merge_fast_path mode_change yaml_reader
 FUZZ_SECONDS        ?= 300
 FUZZ_SMOKE_SECONDS  ?= 20
 # What policy-server tolerates: an input that takes over 2 s (its default
@@ -390,7 +390,8 @@ FUZZ = cargo +$(FUZZ_TOOLCHAIN) fuzz
 
 # Seeds, as plain text (no build): every case's `{"request":..,"settings":..}`
 # payload and every committed regression for validate_raw, the settings
-# cases for validate_settings; validate_structured starts from libFuzzer's
+# cases for validate_settings, the YAML corpus' texts (test_data/yaml/) for
+# yaml_reader; validate_structured starts from libFuzzer's
 # own bytes (no JSON maps onto its input).
 fuzz-seeds:
 	@mkdir -p $(addprefix fuzz/corpus/,$(FUZZ_TARGETS))
@@ -405,7 +406,8 @@ fuzz-seeds:
 	@for f in test_data/settings/*.json fuzz/regressions/validate_settings/*; do \
 		[ -f "$$f" ] && cp "$$f" fuzz/corpus/validate_settings/seed-$$(basename $$f); true; \
 	done
-	@echo "seeds: $$(ls fuzz/corpus/validate_raw | wc -l) validate_raw, $$(ls fuzz/corpus/validate_settings | wc -l) validate_settings"
+	@python3 -c 'import json, sys; [open("fuzz/corpus/yaml_reader/%s-%d" % (f.rsplit("/", 1)[-1][:-5], i), "w").write(c["yaml"]) for f in sys.argv[1:] for i, c in enumerate(json.load(open(f))["cases"])]' test_data/yaml/*.json
+	@echo "seeds: $$(ls fuzz/corpus/validate_raw | wc -l) validate_raw, $$(ls fuzz/corpus/validate_settings | wc -l) validate_settings, $$(ls fuzz/corpus/yaml_reader | wc -l) yaml_reader"
 
 fuzz: fuzz-seeds
 	@for t in $(FUZZ_TARGETS); do \
