@@ -9,7 +9,9 @@
 - `hostile_requests()`: bodies the API server could send but nobody expects
   (a 1.5 MiB object, a 3 MiB UPDATE, 10,000 containers, deep nesting, the
   proxy configs that cost the merge and the undo the most, after
-  `runner/tests/hostile.rs`), and `over_limit_request()`;
+  `runner/tests/hostile.rs`; the config's alias bombs and YAML nesting
+  through the workload's override and a forged record, after
+  `runner/tests/cost/config.rs`), and `sized_request()`;
 - `bench_policies()`: the ClusterAdmissionPolicies hosted by one
   policy-server: the policy in each mode, the floors, and any extra module.
 """
@@ -196,6 +198,80 @@ def nested(depth):
     return "[" * depth + '"x"' + "]" * depth
 
 
+# --- proxy configs that cost a YAML reader the most ------------------------------
+
+MODE = "istio-job-sidecar/mode"
+PROXY_CONFIG = "proxy.istio.io/config"
+# The record an exitOnJobCompletion pass leaves on a pod template: the text
+# it inserted at the config's end. Forged, it makes the policy read the
+# config back (the undo) under any other cluster mode.
+EXIT_RECORD = json.dumps({"mode": "exitOnJobCompletion", "inserted": "\nexitOnJobCompletion: true"},
+                         separators=(",", ":"))
+# The API server's limit on an object's annotations, all of them together
+# (their keys and values): 256 KiB.
+ANNOTATIONS_LIMIT = 256 * 1024
+
+
+def alias_bomb(size):
+    """`a: &a [1,1,...]` then `b: [*a,*a,...]`, about `size` bytes, each
+    half one list: every alias replays the anchored list, so a reader that
+    expands them builds (size/4) x (size/6) nodes from size/2.4 items."""
+    half = size // 2
+    return "a: &a [%s]\nb: [%s]\n" % (",".join(["1"] * (half // 2)), ",".join(["*a"] * (half // 3)))
+
+
+def yaml_nesting(depth):
+    """`a: ` then `depth` `[` and as many `]`: flow sequences nested `depth`
+    deep."""
+    return "a: %s%s\n" % ("[" * depth, "]" * depth)
+
+
+def config_shapes():
+    """[(name, config text)]: alias bombs of 8, 16, 32 KiB and at the
+    annotations' limit (less 1 KiB for the record and the other
+    annotations), YAML nesting 10,000 and 100,000 deep."""
+    shapes = [("alias-bomb-%dkib" % (size >> 10), alias_bomb(size))
+              for size in (8 << 10, 16 << 10, 32 << 10, ANNOTATIONS_LIMIT - 1024)]
+    shapes += [("yaml-nesting-%d" % depth, yaml_nesting(depth)) for depth in (10000, 100000)]
+    return shapes
+
+
+def config_job(job_annotations, template_annotations, name="config"):
+    """A Job as a tenant writes it: one app container, `job_annotations` on
+    the Job, `template_annotations` on its pod template."""
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "default", "annotations": job_annotations},
+            "spec": {"template": {"metadata": {"annotations": template_annotations},
+                                  "spec": {"restartPolicy": "Never",
+                                           "containers": [{"name": "app", "image": "registry.example/app:1",
+                                                           "command": ["/bin/app", "--once"]}]}}}}
+
+
+def override_job(config):
+    """A Job asking exitOnJobCompletion itself (the workload's override, on
+    by default) with `config` as its proxy config: read to merge the key in,
+    whatever the cluster's mode."""
+    return config_job({MODE: "exitOnJobCompletion"}, {PROXY_CONFIG: config})
+
+
+def forged_record_job(config):
+    """A Job whose pod template carries a forged exitOnJobCompletion record
+    beside `config` (the inserted text at its end, where a merge puts it):
+    under any other cluster mode the policy reads the config to take the
+    key out."""
+    return config_job({}, {PROXY_CONFIG: config + "exitOnJobCompletion: true\n", APPLIED: EXIT_RECORD})
+
+
+def config_requests():
+    """[(name, AdmissionRequest)]: each config shape through the workload's
+    override and through a forged record."""
+    out = []
+    for name, config in config_shapes():
+        out.append(("config-%s-override" % name, admission_request(override_job(config))))
+        out.append(("config-%s-record" % name, admission_request(forged_record_job(config))))
+    return out
+
+
 def hostile_requests():
     """[(name, body bytes)] of AdmissionReviews an API server could send:
     each must be answered within policy-server's 2 s policy timeout."""
@@ -255,6 +331,10 @@ def hostile_requests():
                            {"name": "istio-proxy", "image": "proxyv2"}])
         body = review_bytes(admission_request(job), "hostile-nested-%d" % depth)
         out.append(("nested-%d" % depth, body.replace(json.dumps(marker).encode(), nested(depth).encode())))
+    # The proxy config's alias bombs and nesting (read within the module's
+    # YAML budget: allowed, unchanged, a warning that it is too large).
+    for name, request in config_requests():
+        add(name, request)
     return out
 
 

@@ -1,7 +1,9 @@
 """The harness's own rules, read off their sources: how each Kubewarden
 controller release names a ClusterAdmissionPolicy, and the order in which
 the API server calls its webhook beside Istio's injectors; what the schema
-check reads and when it fails.
+check reads and when it fails; the load harness's hostile proxy configs
+(their sizes, that an alias bomb's text really expands, where each request
+carries them) and how the flood judges an answer.
 
     python3 -m unittest harness.test_harness     # from the repository root
 """
@@ -13,7 +15,11 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from . import apiserver, controller, schemas
+import yaml
+
+from . import apiserver, controller, load, schemas
+from .bench_server import flood
+from .bench_server.common import expected_outcome
 
 POLICY = controller.stored({
     "apiVersion": controller.API_VERSION, "kind": controller.KIND,
@@ -142,6 +148,152 @@ class Schemas(unittest.TestCase):
         self.assertEqual([f.split(" (")[0] for f in failures],
                          ["case valid-after-all validates, yet is listed as malformed on purpose",
                           "case gone is listed as malformed on purpose but is no case of %s" % self.cases_dir])
+
+
+# PyYAML's composer builds the node graph and shares an anchored node with
+# its aliases, expanding nothing: a bounded read of any alias bomb.
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def expanded_nodes(node, memo=None):
+    """How many nodes a reader that replays every alias builds for `node`
+    (counted on the composed graph, without building them)."""
+    memo = {} if memo is None else memo
+    if id(node) not in memo:
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            children = []
+        memo[id(node)] = 1 + sum(expanded_nodes(c, memo) for c in children)
+    return memo[id(node)]
+
+
+def distinct_nodes(node, seen=None):
+    """The nodes of the composed graph, each once: what the text itself
+    spells."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return 0
+    seen.add(id(node))
+    children = ([n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode)
+                else node.value if isinstance(node, yaml.SequenceNode) else [])
+    return 1 + sum(distinct_nodes(c, seen) for c in children)
+
+
+def depth_of(text):
+    depth = deepest = 0
+    for ch in text:
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        deepest = max(deepest, depth)
+        if depth < 0:
+            raise ValueError("a ] before its [")
+    if depth:
+        raise ValueError("%d [ left open" % depth)
+    return deepest
+
+
+class HostileConfigs(unittest.TestCase):
+    def test_each_alias_bomb_is_about_its_size(self):
+        for size in (8 << 10, 16 << 10, 32 << 10, load.ANNOTATIONS_LIMIT - 1024, 1000):
+            with self.subTest(size=size):
+                self.assertLessEqual(abs(len(load.alias_bomb(size)) - size), 16)
+
+    def test_an_alias_bomb_expands_to_k_times_m_nodes(self):
+        for size in (8 << 10, load.ANNOTATIONS_LIMIT - 1024):
+            with self.subTest(size=size):
+                text = load.alias_bomb(size)
+                root = yaml.compose(text, Loader=LOADER)
+                anchored = root.value[0][1]
+                aliases = root.value[1][1].value
+                self.assertTrue(aliases and all(a is anchored for a in aliases), "every item of b replays a")
+                k, m = len(anchored.value), len(aliases)
+                self.assertEqual(expanded_nodes(root), 1 + 2 + (1 + k) + (1 + m * (1 + k)))
+                # Its text spells fewer nodes than bytes; expanded, about
+                # (size/4) x (size/6) of them.
+                self.assertLess(distinct_nodes(root), len(text))
+                self.assertGreaterEqual(expanded_nodes(root), size * size // 25)
+
+    def test_a_small_bomb_expands_as_pyyaml_builds_it(self):
+        text = load.alias_bomb(200)
+        loaded = yaml.load(text, Loader=LOADER)
+        self.assertEqual(len(loaded["b"]), 200 // 2 // 3)
+        self.assertTrue(all(item == [1] * (200 // 2 // 2) for item in loaded["b"]))
+        # The count of the composed graph is what loading it built: the
+        # mapping, its two keys, a's list and items, each replay of it.
+        k, m = len(loaded["a"]), len(loaded["b"])
+        self.assertEqual(expanded_nodes(yaml.compose(text, Loader=LOADER)), 1 + 2 + (1 + k) + (1 + m * (1 + k)))
+
+    def test_nesting_is_flow_sequences_as_deep_as_asked(self):
+        for depth in (10000, 100000):
+            with self.subTest(depth=depth):
+                text = load.yaml_nesting(depth)
+                self.assertTrue(text.startswith("a: ["))
+                self.assertEqual(depth_of(text), depth)
+        # Small enough for PyYAML's recursive composer: lists in lists.
+        value = yaml.safe_load(load.yaml_nesting(40))["a"]
+        for _ in range(39):
+            self.assertEqual(len(value), 1)
+            value = value[0]
+        self.assertEqual(value, [])
+
+    def test_each_shape_reaches_the_config_through_the_override_and_a_record(self):
+        requests = load.config_requests()
+        self.assertEqual(len(requests), 2 * len(load.config_shapes()))
+        configs = dict(load.config_shapes())
+        for name, request in requests:
+            with self.subTest(name=name):
+                job = request["object"]
+                annotations = job["spec"]["template"]["metadata"]["annotations"]
+                own = job["metadata"]["annotations"]
+                config = annotations[load.PROXY_CONFIG]
+                shape = name[len("config-"):].rsplit("-", 1)[0]
+                self.assertTrue(config.startswith(configs[shape]))
+                self.assertLessEqual(sum(len(k) + len(v) for k, v in {**annotations, **own}.items()),
+                                     load.ANNOTATIONS_LIMIT)
+                if name.endswith("-override"):
+                    self.assertEqual(own, {load.MODE: "exitOnJobCompletion"})
+                    self.assertNotIn(load.APPLIED, annotations)
+                else:
+                    self.assertEqual(own, {})
+                    record = json.loads(annotations[load.APPLIED])
+                    self.assertEqual(record["mode"], "exitOnJobCompletion")
+                    # The inserted text where a merge puts it: once, at the end.
+                    self.assertTrue(config.endswith(record["inserted"] + "\n"))
+                    self.assertEqual(config.count(record["inserted"]), 1)
+
+    def test_every_config_request_is_among_the_hostile_bodies_and_answered(self):
+        bodies = dict(load.hostile_requests())
+        for name, _ in load.config_requests():
+            with self.subTest(name=name):
+                self.assertIn(name, bodies)
+                self.assertLess(len(bodies[name]), load.POLICY_SERVER_BODY_LIMIT)
+                self.assertEqual(expected_outcome(name, bodies[name]), "answer")
+                review = json.loads(bodies[name])
+                self.assertEqual(review["request"]["uid"], "hostile-" + name)
+        for name in flood.WORST_CONFIGS:
+            self.assertIn(name, bodies)
+
+
+class FloodVerdicts(unittest.TestCase):
+    @staticmethod
+    def answer(allowed=True, message=None, uid="u"):
+        response = {"uid": uid, "allowed": allowed}
+        if message:
+            response["status"] = {"message": message}
+        return json.dumps({"response": response}).encode()
+
+    def test_an_answer_is_the_one_it_got_alone_else_named(self):
+        want = self.answer()
+        self.assertEqual(flood.verdict(200, want, want), "ok")
+        self.assertEqual(flood.verdict(200, self.answer(uid="v"), want), "differs")
+        self.assertEqual(flood.verdict(200, self.answer(allowed=False, message="no"), want), "denied")
+        interrupted = self.answer(allowed=False, message="Policy execution interrupted because it exceeded the "
+                                                         "allowed execution time")
+        self.assertEqual(flood.verdict(200, interrupted, want), "interrupted")
+        self.assertEqual(flood.verdict(413, b"{}", want), "status 413")
+        self.assertEqual(flood.verdict(200, b"not json", want), "differs")
 
 
 if __name__ == "__main__":

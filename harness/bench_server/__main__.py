@@ -26,7 +26,12 @@ over HTTPS:
    timeout, and a body over the limit; SIGTERM in the middle of the load
    (answered / refused / lost) and the restart (first good answer after how
    long); RSS after --memory-requests requests of the mix, the policy's
-   server against the floors'.
+   server against the floors'; the flood (3e): a benign Job CREATE at
+   --flood-rate req/s alone, then while --flood-connections connections
+   loop the worst hostile bodies (closed loop): the ordinary requests'
+   throughput and p50/p99 with and without it, the hostile ones' latency
+   against the policy timeout and their answers, policy-server's pid,
+   readiness and RSS before and after.
 
 policy-server runs on --server-cpus, the generators on --generator-cpus
 (taskset). A measurement, not a test: ratios are printed, never enforced.
@@ -65,12 +70,13 @@ from .common import (
     worker_count,
 )
 from .faults import Faults
+from .flood import Flood
 from .report import Report
 from .rows import Rows
 
 # --- the run -------------------------------------------------------------------------
 
-class Bench(Rows, Report, Faults):
+class Bench(Rows, Report, Faults, Flood):
     def __init__(self, options):
         self.o = options
         self.work = Path(options.workdir).resolve()
@@ -95,6 +101,7 @@ class Bench(Rows, Report, Faults):
         self.bodies = {}      # (type, policy) -> body file
         self.answers = {}     # (type, policy) -> answer file
         self.mutates = {}     # (type, policy) -> the answer has a patch
+        self.hostile_answers = {}  # (hostile body, mode) -> (seconds alone, its allowed answer)
 
     # -- modules and servers --
     def annotate_floors(self):
@@ -196,11 +203,26 @@ def main():
     parser.add_argument("--sigterm-after", type=float, default=3.0)
     parser.add_argument("--smoke", action="store_true",
                         help="seconds, not minutes: every row once, short runs, the faults at small counts")
-    parser.add_argument("--skip", action="append", default=[], choices=["rows", "soak", "hostile", "sigterm"])
+    parser.add_argument("--flood-seconds", type=float, default=10.0,
+                        help="the flood: seconds of ordinary traffic alone, then as many under the flood")
+    parser.add_argument("--flood-rate", type=float, default=300.0, help="the flood: the ordinary traffic's req/s")
+    parser.add_argument("--flood-rate-connections", type=int, default=64,
+                        help="the flood: wrk's connections for the ordinary traffic (an API server opens as many "
+                             "as it needs)")
+    parser.add_argument("--flood-warm-up", type=float, default=1.0,
+                        help="the flood: seconds of the ordinary traffic left out (its connections' handshakes)")
+    parser.add_argument("--flood-connections", type=int, default=4,
+                        help="the flood: connections looping hostile bodies (closed loop)")
+    parser.add_argument("--flood-slowest", type=int, default=4,
+                        help="the flood: how many of the slowest other hostile bodies (alone, in 3b) join the "
+                             "issue's worst config shapes")
+    parser.add_argument("--skip", action="append", default=[],
+                        choices=["rows", "soak", "hostile", "flood", "sigterm"])
     o = parser.parse_args()
     if o.smoke:
         o.rounds, o.saturation_rounds, o.saturation_seconds, o.latency_seconds, o.warm_up = 1, 1, 1, 0.3, 0.2
         o.soak, o.memory_requests, o.sigterm_after = 2, 2000, 1.0
+        o.flood_seconds, o.flood_warm_up = 1.0, 0.5
     o.policy_server = tool("policy-server", o.policy_server, o.smoke)
     o.kwctl = tool("kwctl", o.kwctl, o.smoke)
     o.wrk = tool("wrk", o.wrk, o.smoke)
@@ -235,6 +257,8 @@ def main():
             bench.generator_proof(results)
         if "hostile" not in o.skip:
             bench.hostile(server)
+        if "flood" not in o.skip:
+            bench.flood(server)
         log("\n  main policy-server: RSS %s KiB at the end of its runs, still %s" % (
             rss_kib(server.pid), "alive" if server.process.poll() is None else "GONE"))
     finally:

@@ -149,8 +149,11 @@ class Faults:
                             verdict = "TIMEOUT: " + verdict
                         elif status != 200 or not json.loads(answer)["response"].get("allowed"):
                             fail("%s (%s): %s %s" % (name, mode, status, verdict))
-                        elif worst is None or dt > worst[0]:
-                            worst = (dt, name, mode)
+                        else:
+                            # Kept for the flood: its bodies' answers, and how long each took alone.
+                            self.hostile_answers[(name, mode)] = (dt, answer)
+                            if worst is None or dt > worst[0]:
+                                worst = (dt, name, mode)
                     elif expect == "too large" and status not in (413, None):
                         fail("%s (%s): over policy-server's body limit, yet %s %s" % (name, mode, status, verdict))
                     elif expect == "too deep" and status != 400:

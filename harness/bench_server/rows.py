@@ -35,29 +35,38 @@ class Rows:
                 return result
         die("no WRK_RESULT in wrk's output:\n" + out[-2000:])
 
-    def fixed_rate(self, server, path, body_file, rate, seconds):
-        """p50/p95/p99 (ms) at `rate` req/s, requests of the first
-        --warm-up seconds left out (the connections' TLS handshakes)."""
+    def fixed_rate(self, server, path, body_file, rate, seconds, slack=5, connections=None, warm=None):
+        """p50/p95/p99/max (s) at `rate` req/s on `connections` (else
+        --rate-connections), requests of the first --warm-up seconds left
+        out (the connections' TLS handshakes); wrk waits at most `slack`
+        seconds past the schedule for the last answers. `in_window`: the
+        answers that came within the `seconds` measured, a second."""
         out_file = self.work / "rate.csv"
-        warm = self.o.warm_up
+        warm = self.o.warm_up if warm is None else warm
         # wrk with runner/wrk_rate.lua: oha's -q RATE --latency-correction -w,
         # its CSV columns; whole seconds for -d, a bound it exits before
         # once every request has its answer
-        cmd = pinned([self.o.wrk, "-t1", "-c%d" % self.o.rate_connections,
-                      "-d%ds" % (math.ceil(seconds + warm) + 5), "--timeout", "10s",
+        cmd = pinned([self.o.wrk, "-t1", "-c%d" % (connections or self.o.rate_connections),
+                      "-d%ds" % (math.ceil(seconds + warm) + slack), "--timeout", "10s",
                       "-s", str(ROOT / "runner" / "wrk_rate.lua"), server.base_url + path, "--",
                       "%.1f" % rate, str(body_file), "%.2f" % (seconds + warm), str(out_file)],
                      self.o.generator_cpus)
         with Meter(server.pid) as meter:
-            _, cpu = run_child(cmd, timeout=seconds + warm + 120)
+            _, cpu = run_child(cmd, timeout=seconds + warm + slack + 120)
             meter.stop(cpu)
         rows = list(csv.DictReader(out_file.open()))
         out_file.unlink()
         ok = [r for r in rows if r.get("status") == "200"]
         steady = sorted(float(r["request-duration"]) for r in ok if float(r["request-start"]) >= warm)
+        # An answer's time: its slot (request-start) and its latency, counted
+        # from that slot whenever the request went out late.
+        in_window = sum(1 for r in ok if warm <= float(r["request-start"])
+                        and float(r["request-start"]) + float(r["request-duration"]) <= warm + seconds)
         errors = len(rows) - len(ok)
         return {"n": len(steady), "errors": errors, "p50": pct(steady, 50), "p95": pct(steady, 95),
-                "p99": pct(steady, 99), "achieved": len(steady) / seconds if seconds else 0,
+                "p99": pct(steady, 99), "max": steady[-1] if steady else 0.0,
+                "achieved": len(steady) / seconds if seconds else 0,
+                "in_window": in_window / seconds if seconds else 0,
                 "server_util": meter.server_util}
 
     # -- phases --
