@@ -1,6 +1,7 @@
 //! The settings users write into a ClusterAdmissionPolicy, and their validation.
 //!
-//! Parsed by hand over a `serde_json::Value`, not by the usual
+//! Read member by member with a serde `Visitor` (each known key's value as
+//! a `serde_json::Value`, checked by hand), not by the usual
 //! `#[derive(Deserialize)] #[serde(deny_unknown_fields)]` struct with the
 //! SDK's `Validatable`, because the derive's messages are worse where the
 //! user needs them most, in `kubectl describe` of a policy that will not
@@ -18,7 +19,12 @@
 //! wrote (the controller serializes their YAML), and the derive cannot say
 //! which setting a value was meant for. The messages for unknown keys and
 //! modes are as good either way; this parser keeps them as well.
+//!
+//! The first error in document order is the one reported, and reading stops
+//! there: an unknown key costs nothing of the members after it. (Settings
+//! used to be parsed whole into a map and checked in alphabetical order.)
 
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 pub const DEFAULT_SIDECAR_CONTAINER_NAME: &str = "istio-proxy";
@@ -109,86 +115,200 @@ impl Settings {
 
     /// Settings from JSON text (parsed from `str`, as every JSON in the
     /// module is, so the module carries one copy of the parser).
+    ///
+    /// Read member by member, stopping at the first error: an unknown or
+    /// repeated key is refused as soon as it is read, before the rest of the
+    /// document is parsed, so hostile settings of many members cost little.
+    /// Where several errors exist, the first in document order is reported
+    /// (a syntax error after a refused member is not reached). Repeated keys
+    /// are refused (`duplicate setting "X"`): the controller never writes
+    /// them, and a user who does cannot know which one would win.
+    /// Characters after the settings are refused, as `serde_json::from_str`
+    /// does.
     pub fn from_json_str(text: &str) -> Result<Settings, String> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| format!("settings are not valid JSON: {e}"))?;
-        Settings::from_value(&value)
+        // Our own messages travel beside serde's error: serde_json would
+        // append a position to them.
+        let mut ours = None;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let read = SettingsSeed { error: &mut ours }
+            .deserialize(&mut de)
+            .and_then(|settings| de.end().map(|()| settings));
+        read.map_err(|e| ours.unwrap_or_else(|| format!("settings are not valid JSON: {e}")))
+    }
+}
+
+/// Reads the settings object; on a refusal it stores the message in `error`
+/// and returns a bare serde error to stop the parse.
+struct SettingsSeed<'e> {
+    error: &'e mut Option<String>,
+}
+
+impl SettingsSeed<'_> {
+    fn refuse<E: de::Error>(self, message: String) -> E {
+        *self.error = Some(message);
+        E::custom("refused")
     }
 
-    /// Settings from a parsed JSON value; `null` means all defaults.
-    pub fn from_value(value: &Value) -> Result<Settings, String> {
+    fn not_object<E: de::Error>(self, got: &str) -> Result<Settings, E> {
+        Err(self.refuse(format!("settings must be an object, got {got}")))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for SettingsSeed<'_> {
+    type Value = Settings;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Settings, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SettingsSeed<'_> {
+    type Value = Settings;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("the settings object")
+    }
+
+    /// `null` settings are the defaults.
+    fn visit_unit<E: de::Error>(self) -> Result<Settings, E> {
+        Ok(Settings::default())
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Settings, E> {
+        self.not_object("a boolean")
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Settings, E> {
+        self.not_object("a number")
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Settings, E> {
+        self.not_object("a number")
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Settings, E> {
+        self.not_object("a number")
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Settings, E> {
+        self.not_object("a string")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Settings, A::Error> {
+        self.not_object("an array")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Settings, A::Error> {
         let mut settings = Settings::default();
-        let map = match value {
-            Value::Null => return Ok(settings),
-            Value::Object(map) => map,
-            other => {
-                return Err(format!(
-                    "settings must be an object, got {}",
-                    type_name(other)
-                ))
+        let mut seen = [false; KEYS.len()];
+        loop {
+            let key = match map.next_key_seed(KeySeed)? {
+                None => return Ok(settings),
+                Some(Ok(index)) => index,
+                Some(Err(message)) => return Err(self.refuse(message)),
+            };
+            if std::mem::replace(&mut seen[key], true) {
+                return Err(self.refuse(format!("duplicate setting {:?}", KEYS[key])));
             }
-        };
-        for (key, v) in map {
-            match key.as_str() {
-                "mode" => {
-                    let s = expect_str(key, v)?;
-                    settings.mode = Mode::parse(s).ok_or_else(|| {
-                        format!(
-                            "mode: unknown value {s:?}; valid values are {}",
-                            Mode::valid_values()
-                        )
-                    })?;
-                }
-                "sidecarContainerName" => {
-                    let s = expect_str(key, v)?;
-                    validate_container_name(s)
-                        .map_err(|why| format!("sidecarContainerName: {why}"))?;
-                    settings.sidecar_container_name = s.to_owned();
-                }
-                "workloadOverride" => {
-                    settings.workload_override = v.as_bool().ok_or_else(|| {
-                        format!("workloadOverride: expected a boolean, got {}", type_name(v))
-                    })?;
-                }
-                "quitUrl" => {
-                    let s = expect_str(key, v)?;
-                    settings.quit_url =
-                        validate_quit_url(s).map_err(|why| format!("quitUrl: {why}"))?;
-                }
-                "fallbackMode" => {
-                    let s = expect_str(key, v)?;
-                    // "": none (what Rancher's form submits when left empty).
-                    settings.fallback_mode = match Mode::parse(s) {
-                        None if s.is_empty() => None,
-                        Some(Mode::NativeSidecar) => {
-                            return Err(format!(
+            let value: Value = map.next_value()?;
+            if let Err(message) = settings.apply(KEYS[key], &value) {
+                return Err(self.refuse(message));
+            }
+        }
+    }
+}
+
+/// A settings key: its index in `KEYS`, or the message refusing it. Read
+/// from the borrowed text where it holds no escapes, so no key is copied.
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Result<usize, String>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for KeySeed {
+    type Value = Result<usize, String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a setting name")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(KEYS
+            .iter()
+            .position(|k| *k == key)
+            .ok_or_else(|| unknown_setting(key)))
+    }
+}
+
+fn unknown_setting(key: &str) -> String {
+    format!(
+        "unknown setting {key:?}; valid settings are {}",
+        KEYS.join(", ")
+    )
+}
+
+impl Settings {
+    /// Checks one setting's value and stores it.
+    fn apply(&mut self, key: &str, v: &Value) -> Result<(), String> {
+        let settings = self;
+        match key {
+            "mode" => {
+                let s = expect_str(key, v)?;
+                settings.mode = Mode::parse(s).ok_or_else(|| {
+                    format!(
+                        "mode: unknown value {s:?}; valid values are {}",
+                        Mode::valid_values()
+                    )
+                })?;
+            }
+            "sidecarContainerName" => {
+                let s = expect_str(key, v)?;
+                validate_container_name(s).map_err(|why| format!("sidecarContainerName: {why}"))?;
+                settings.sidecar_container_name = s.to_owned();
+            }
+            "workloadOverride" => {
+                settings.workload_override = v.as_bool().ok_or_else(|| {
+                    format!("workloadOverride: expected a boolean, got {}", type_name(v))
+                })?;
+            }
+            "quitUrl" => {
+                let s = expect_str(key, v)?;
+                settings.quit_url =
+                    validate_quit_url(s).map_err(|why| format!("quitUrl: {why}"))?;
+            }
+            "fallbackMode" => {
+                let s = expect_str(key, v)?;
+                // "": none (what Rancher's form submits when left empty).
+                settings.fallback_mode = match Mode::parse(s) {
+                    None if s.is_empty() => None,
+                    Some(Mode::NativeSidecar) => {
+                        return Err(format!(
                             "fallbackMode: {s:?} is the mode it stands in for; valid values are {}",
                             FALLBACKS.map(Mode::as_str).join(", ")
                         ))
-                        }
-                        Some(mode) => Some(mode),
-                        None => {
-                            return Err(format!(
-                                "fallbackMode: unknown value {s:?}; valid values are {}",
-                                FALLBACKS.map(Mode::as_str).join(", ")
-                            ))
-                        }
-                    };
-                }
-                "nodeVersionCheck" => {
-                    settings.node_version_check = v.as_bool().ok_or_else(|| {
-                        format!("nodeVersionCheck: expected a boolean, got {}", type_name(v))
-                    })?;
-                }
-                unknown => {
-                    return Err(format!(
-                        "unknown setting {unknown:?}; valid settings are {}",
-                        KEYS.join(", ")
-                    ))
-                }
+                    }
+                    Some(mode) => Some(mode),
+                    None => {
+                        return Err(format!(
+                            "fallbackMode: unknown value {s:?}; valid values are {}",
+                            FALLBACKS.map(Mode::as_str).join(", ")
+                        ))
+                    }
+                };
             }
+            "nodeVersionCheck" => {
+                settings.node_version_check = v.as_bool().ok_or_else(|| {
+                    format!("nodeVersionCheck: expected a boolean, got {}", type_name(v))
+                })?;
+            }
+            unknown => return Err(unknown_setting(unknown)),
         }
-        Ok(settings)
+        Ok(())
     }
 }
 
@@ -364,7 +484,7 @@ mod tests {
     #[case::loopback_range(json!({"quitUrl": "http://127.0.0.6:15020/quitquitquit?x=1"}), Settings { quit_url: "http://127.0.0.6:15020/quitquitquit?x=1".into(), ..Settings::default() })]
     #[case::no_port(json!({"quitUrl": "http://localhost/quitquitquit"}), Settings { quit_url: "http://localhost/quitquitquit".into(), ..Settings::default() })]
     fn valid_settings(#[case] input: Value, #[case] expected: Settings) {
-        assert_eq!(Settings::from_value(&input), Ok(expected));
+        assert_eq!(Settings::from_json_str(&input.to_string()), Ok(expected));
     }
 
     #[rstest]
@@ -398,11 +518,42 @@ mod tests {
     #[case::not_object(json!(["mode"]), "settings must be an object, got an array")]
     #[case::string(json!("nativeSidecar"), "settings must be an object, got a string")]
     fn invalid_settings(#[case] input: Value, #[case] message_starts: &str) {
-        let err = Settings::from_value(&input).unwrap_err();
+        let err = Settings::from_json_str(&input.to_string()).unwrap_err();
         assert!(
             err.starts_with(message_starts) || err.contains(message_starts),
             "{err:?} does not say {message_starts:?}"
         );
+    }
+
+    /// Cases JSON values cannot write: the text as it arrives.
+    #[rstest]
+    #[case::duplicate(
+        r#"{"mode": "quitEndpoint", "mode": "nativeSidecar"}"#,
+        "duplicate setting \"mode\""
+    )]
+    #[case::document_order(r#"{"zz": 1, "mode": 1}"#, "unknown setting \"zz\"")]
+    #[case::unknown_before_bad_json(r#"{"modes": 1, }"#, "unknown setting \"modes\"; valid")]
+    #[case::escaped_key(r#"{"mo\u0064e": 1}"#, "mode: expected a string, got a number")]
+    #[case::trailing(
+        r#"{} x"#,
+        "settings are not valid JSON: trailing characters at line 1 column 4"
+    )]
+    #[case::unclosed(
+        r#"{"mode": "quitEndpoint""#,
+        "settings are not valid JSON: EOF while parsing an object"
+    )]
+    fn invalid_settings_text(#[case] text: &str, #[case] message_starts: &str) {
+        let err = Settings::from_json_str(text).unwrap_err();
+        assert!(
+            err.starts_with(message_starts),
+            "{err:?} does not say {message_starts:?}"
+        );
+    }
+
+    #[test]
+    fn messages_carry_no_position() {
+        let err = Settings::from_json_str(r#"{"mode": 1}"#).unwrap_err();
+        assert_eq!(err, "mode: expected a string, got a number");
     }
 
     #[test]
