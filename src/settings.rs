@@ -137,6 +137,15 @@ impl Settings {
     }
 }
 
+impl Settings {
+    /// Settings from a parsed JSON value (the CLI's and the manifest tests'
+    /// way in); `null` means all defaults. Written back to text and read by
+    /// `from_json_str`, so every rule has one piece of code.
+    pub fn from_value(value: &Value) -> Result<Settings, String> {
+        Settings::from_json_str(&value.to_string())
+    }
+}
+
 /// Reads the settings object; on a refusal it stores the message in `error`
 /// and returns a bare serde error to stop the parse.
 struct SettingsSeed<'e> {
