@@ -100,7 +100,7 @@ unit-tests:
 
 # Every golden file from what the policy does now, in one step: review the
 # diff before committing it; nothing changed leaves git status clean. The
-# cases' inputs (the list of testkit/src/cases.rs; a mode change's second
+# cases' inputs (the list of testkit/src/cases/; a mode change's second
 # pass from its first pass's answer, computed in the same run) and
 # expected.json; then the journeys (test_data/journeys/<name>.yaml: what
 # each hop changed and each run's Pod, what Istio rendered abbreviated;

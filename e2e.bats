@@ -20,7 +20,7 @@
 # (which runner/tests/wasm_cases.rs compares whole, `make wasm-tests`): the
 # patch kwctl computes, applied to the request's object, gives exactly the
 # expected mutatedObject (no patch when that is null), with exactly the
-# expected warnings. Every case of the list in testkit/src/cases.rs is run
+# expected warnings. Every case of the list in testkit/src/cases/ is run
 # so by one test (its `cases` binary names them), so a case added there
 # needs no edit here; the tests by behaviour add what they check of a
 # particular edit.
@@ -608,7 +608,7 @@ assert_one_proxy() {
 # an emptied initContainers). B = A: no patch at all.
 #
 # The CronJobs are the CREATE requests of test_data/cases/mode-change-<v>-<M>/
-# (testkit/src/cases.rs): <v> is plain (no proxy config), yaml and json
+# (testkit/src/cases/variants.rs): <v> is plain (no proxy config), yaml and json
 # (proxy.istio.io/config as a YAML block and as JSON), injected (istioctl
 # kube-inject's output: nativeSidecar moves the proxy, the other modes move
 # it back), flip (the team sets istio-job-sidecar/mode on the template);
