@@ -868,10 +868,11 @@ fn hostile_records() {
 /// it must merge back into exactly the config, as the policy's own edit
 /// does), then the YAML parser at 2 places at most, so the time is that of
 /// at most 3 parses, whatever the count. Every occurrence but the real key
-/// is inside a quoted value. 100,000 occurrences of a 25-character text
-/// cannot fit in 1 MiB: 1 MiB holds 28,339 lines of one each, or 40,329 in
-/// one quoted value; 100,000 take 2.5 MiB in one value. Sizes stay under
-/// the API server's 3 MiB request limit. For comparison, a 1 MiB config as
+/// is inside a quoted value. The largest config an object can store
+/// (annotations total 256 KiB) holds 7,057 lines of one each, or 10,043 in
+/// one quoted value; past that limit (100,000 occurrences take 2.5 MiB, a
+/// body still under the API server's 3 MiB) the config is not read and the
+/// edit is kept. For comparison, a config at the limit as
 /// exitOnJobCompletion itself left it, undone under the other modes.
 #[test]
 fn record_whose_inserted_text_repeats() {
@@ -895,16 +896,33 @@ fn record_whose_inserted_text_repeats() {
         v.push_str("\"\n");
         v
     };
-    let one_mib = 1024 * 1024;
+    // What fits beside the annotations' keys under their 256 KiB.
+    let at_limit = 255 * 1024;
+    const EDITED: Option<&str> = Some("edit kept: proxy.istio.io/config edited where");
+    const TOO_LARGE: Option<&str> = Some("edit kept: proxy.istio.io/config: too large to read");
     let mut configs = Vec::new();
-    for (body, n, what) in [
-        (lines(one_mib / 37), one_mib / 37, "1 MiB config of lines"),
+    for (body, n, what, first_kept, last_kept) in [
         (
-            one_value(one_mib / 26),
-            one_mib / 26,
-            "1 MiB config, one value",
+            lines(at_limit / 37),
+            at_limit / 37,
+            "255 KiB config of lines",
+            EDITED,
+            None,
         ),
-        (one_value(100_000), 100_000, "2.5 MiB config, one value"),
+        (
+            one_value(at_limit / 26),
+            at_limit / 26,
+            "255 KiB config, one value",
+            EDITED,
+            None,
+        ),
+        (
+            one_value(100_000),
+            100_000,
+            "2.5 MiB config, one value",
+            TOO_LARGE,
+            TOO_LARGE,
+        ),
     ] {
         // The real key first: the last 4 occurrences are all in values, so
         // the undo gives up ("edited where the key was added").
@@ -912,19 +930,19 @@ fn record_whose_inserted_text_repeats() {
         // The real key last: the first place tried is the right one.
         let last = format!("{body}{inserted}");
         let what = |where_| format!("{what}, {} occurrences, the key {where_}", n + 1);
-        configs.push((what("first"), first, false));
-        configs.push((what("last"), last, true));
+        configs.push((what("first"), first, first_kept));
+        configs.push((what("last"), last, last_kept));
     }
-    // For comparison: 1 MiB of plain lines, one occurrence (the key last).
-    let plain: String = (0..one_mib / 37)
+    // For comparison: plain lines, one occurrence (the key last).
+    let plain: String = (0..at_limit / 37)
         .map(|i| format!("k{i:06}: value-{i:018}\n"))
         .collect();
     configs.push((
-        "1 MiB config of plain lines, 1 occurrence, the key last".into(),
+        "255 KiB config of plain lines, 1 occurrence, the key last".into(),
         format!("{plain}{inserted}"),
-        true,
+        None,
     ));
-    for (what, config, undone) in configs {
+    for (what, config, kept) in configs {
         for wanted in ["nativeSidecar", "quitEndpoint", "disabled"] {
             let object = job_with(
                 app_and_proxy(),
@@ -935,23 +953,24 @@ fn record_whose_inserted_text_repeats() {
             let name = format!("{what} ({wanted})");
             let o = call_measured(&policy, &name, &p);
             report(&name, p.len(), &o);
-            if undone {
-                assert!(o.mutated(), "{name}: not undone");
-                assert!(
-                    !o.warnings().iter().any(|w| w.contains(APPLIED)),
-                    "{name}: {:?}",
-                    o.warnings()
-                );
-            } else {
-                assert_warning(&name, &o, "edit kept: proxy.istio.io/config edited where");
+            match kept {
+                None => {
+                    assert!(o.mutated(), "{name}: not undone");
+                    assert!(
+                        !o.warnings().iter().any(|w| w.contains(APPLIED)),
+                        "{name}: {:?}",
+                        o.warnings()
+                    );
+                }
+                Some(why) => assert_warning(&name, &o, why),
             }
             if o.mutated() {
                 assert_fixed_point(&policy, &name, &r, &s, &o);
             }
         }
     }
-    // A 1 MiB config as exitOnJobCompletion itself left it: the undo's
-    // fast path.
+    // A config at the limit as exitOnJobCompletion itself left it: the
+    // undo's fast path.
     let merged = moved_by(
         &policy,
         "exitOnJobCompletion",
@@ -960,7 +979,7 @@ fn record_whose_inserted_text_repeats() {
     for wanted in ["nativeSidecar", "quitEndpoint", "disabled"] {
         let (r, s) = asking(wanted, merged.clone());
         let p = payload(&r, &s);
-        let name = format!("1 MiB config as exitOnJobCompletion left it ({wanted})");
+        let name = format!("255 KiB config as exitOnJobCompletion left it ({wanted})");
         let o = call_measured(&policy, &name, &p);
         report(&name, p.len(), &o);
         assert!(o.mutated(), "{name}: not undone");
@@ -979,8 +998,8 @@ fn record_whose_inserted_text_repeats() {
     // above without the key: the fast path reads plain lines without a YAML
     // parser, quoted values go through it.
     for (what, config) in [
-        ("1 MiB config of plain lines", plain),
-        ("1 MiB config of lines", lines(one_mib / 37)),
+        ("255 KiB config of plain lines", plain),
+        ("255 KiB config of lines", lines(at_limit / 37)),
     ] {
         let (r, s) = asking(
             "exitOnJobCompletion",
