@@ -262,6 +262,29 @@ def forged_record_job(config):
     return config_job({}, {PROXY_CONFIG: config + "exitOnJobCompletion: true\n", APPLIED: EXIT_RECORD})
 
 
+def benign_config(size):
+    """An ordinary proxy config of about `size` bytes as users write them: a
+    block mapping, `proxyMetadata` entries of quoted scalars."""
+    lines = ["holdApplicationUntilProxyStarts: true", "proxyMetadata:"]
+    total = sum(len(line) + 1 for line in lines)
+    i = 0
+    while total + 48 < size:
+        line = '  KEY_%06d: "value %06d of the proxy\'s metadata"' % (i, i)
+        lines.append(line)
+        total += len(line) + 1
+        i += 1
+    return "\n".join(lines) + "\n"
+
+
+def benign_config_requests(names):
+    """[(name, AdmissionRequest)]: for each config shape of `names`, an
+    ordinary config of its size through the workload's override (read
+    whole and the key merged in): the benign request of that size."""
+    shapes = dict(config_shapes())
+    return [("benign-config-%dkib-override" % (len(shapes[n]) >> 10),
+             admission_request(override_job(benign_config(len(shapes[n]))))) for n in names]
+
+
 def config_requests():
     """[(name, AdmissionRequest)]: each config shape through the workload's
     override and through a forged record."""
@@ -305,7 +328,7 @@ def hostile_requests():
     many.append({"name": "istio-proxy", "image": "proxyv2", "args": ["proxy", "sidecar"]})
     add("job-10000-containers", admission_request(hostile_job(many)))
     # A 1 MiB proxy config of 32,768 YAML keys (the merge's worst known before
-    # it was made linear).
+    # it was made linear; past the annotations' 256 KiB it is no longer read).
     keys = "".join("k%05d: %s\n" % (i, "v" * 22) for i in range(32768))
     add("proxy-config-32768-keys", admission_request(hostile_job(annotations={"proxy.istio.io/config": keys})))
     # The undo's worst: an exitOnJobCompletion record whose inserted text

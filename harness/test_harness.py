@@ -275,6 +275,23 @@ class HostileConfigs(unittest.TestCase):
         for name in flood.WORST_CONFIGS:
             self.assertIn(name, bodies)
 
+    def test_the_floods_baseline_is_an_ordinary_config_of_each_worst_shapes_size(self):
+        shapes = dict(load.config_shapes())
+        requests = load.benign_config_requests(flood.WORST_SHAPES)
+        self.assertEqual(len(requests), len(flood.WORST_SHAPES))
+        for shape, (name, request) in zip(flood.WORST_SHAPES, requests):
+            with self.subTest(shape=shape):
+                obj = request["object"]
+                config = obj["spec"]["template"]["metadata"]["annotations"][load.PROXY_CONFIG]
+                # As large as the shape, within one line of entries.
+                self.assertLessEqual(len(config), len(shapes[shape]))
+                self.assertGreater(len(config), len(shapes[shape]) - 64)
+                # Ordinary YAML: no alias, no flow collection; the override asks for the merge.
+                self.assertNotIn("*", config)
+                self.assertNotIn("[", config)
+                self.assertEqual(obj["metadata"]["annotations"][load.MODE], "exitOnJobCompletion")
+                self.assertTrue(name.startswith("benign-config-"))
+
 
 class FloodVerdicts(unittest.TestCase):
     @staticmethod

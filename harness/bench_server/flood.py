@@ -20,6 +20,12 @@ ORDINARY = ("job-create", "istio-job-sidecar-native")
 # nesting, through the workload's override and through a forged record.
 WORST_CONFIGS = ("config-alias-bomb-255kib-override", "config-alias-bomb-255kib-record",
                  "config-yaml-nesting-100000-override", "config-yaml-nesting-100000-record")
+# Their shapes (harness/load.py `config_shapes`), for benign configs of
+# the same sizes.
+WORST_SHAPES = ("alias-bomb-255kib", "yaml-nesting-100000")
+# The flood each hostile one is compared with: what any tenant may send.
+BASELINE = ("the benign requests of the same sizes (an ordinary proxy config as large as each worst shape, read "
+            "and merged through the override), in each mode")
 INTERRUPTED = "exceeded the allowed execution time"
 
 
@@ -42,6 +48,24 @@ def verdict(status, answer, want):
 class Flood:
     """Bench's flood (a mixin of Bench)."""
 
+    def answers_alone(self, server, bodies, answers):
+        """Each of `bodies` ({name: body}) sent once to each mode, alone:
+        its time and answer into `answers` ({(name, mode): (s, answer)})."""
+        for name, body in bodies.items():
+            for mode in MODES:
+                client = Client(server.port, server.cafile)
+                t0 = time.monotonic()
+                try:
+                    status, answer = client.post(path_of("istio-job-sidecar-" + mode), body)
+                    what = verdict(status, answer, answer)
+                except Exception as e:
+                    answer, what = b"", "lost (%s)" % type(e).__name__
+                client.close()
+                if what != "ok":
+                    fail("%s (%s), alone: %s" % (name, mode, what))
+                    continue
+                answers[(name, mode)] = (time.monotonic() - t0, answer)
+
     def flood_answers(self, server):
         """{name: body} of the hostile bodies policy-server answers; their
         answers alone, in each mode, come from 3b (each body sent once,
@@ -50,37 +74,31 @@ class Flood:
                   if common.expected_outcome(name, body) == "answer"}
         if not self.hostile_answers:
             log("  (3b skipped: each hostile body sent once to each mode first, for its answer)")
-            for name, body in bodies.items():
-                for mode in MODES:
-                    client = Client(server.port, server.cafile)
-                    t0 = time.monotonic()
-                    try:
-                        status, answer = client.post(path_of("istio-job-sidecar-" + mode), body)
-                        what = verdict(status, answer, answer)
-                    except Exception as e:
-                        answer, what = b"", "lost (%s)" % type(e).__name__
-                    client.close()
-                    if what != "ok":
-                        fail("%s (%s), alone: %s" % (name, mode, what))
-                        continue
-                    self.hostile_answers[(name, mode)] = (time.monotonic() - t0, answer)
+            self.answers_alone(server, bodies, self.hostile_answers)
         return bodies
 
     def flood_manifests(self, server):
         """[(what, [(name, mode, body, answer, seconds alone)])]: the
-        issue's worst config shapes in each mode; the --flood-slowest other
-        hostile bodies that took longest alone."""
+        baseline, ordinary configs as large as the worst shapes, in each
+        mode; the issue's worst config shapes in each mode; the
+        --flood-slowest other hostile bodies that took longest alone."""
         bodies = self.flood_answers(server)
+        benign = {name: load.review_bytes(request, "benign-" + name)
+                  for name, request in load.benign_config_requests(WORST_SHAPES)}
+        benign_answers = {}
+        self.answers_alone(server, benign, benign_answers)
 
-        def entry(key):
-            alone, answer = self.hostile_answers[key]
+        def entry(key, answers=self.hostile_answers, bodies=bodies):
+            alone, answer = answers[key]
             return (key[0], key[1], bodies[key[0]], answer, alone)
 
+        baseline = [entry(k, benign_answers, benign) for k in sorted(benign_answers)]
         configs = [entry((name, mode)) for name in WORST_CONFIGS for mode in MODES
                    if (name, mode) in self.hostile_answers]
         others = sorted((k for k in self.hostile_answers if k[0] not in WORST_CONFIGS and k[0] in bodies),
                         key=lambda k: -self.hostile_answers[k][0])
-        return [("the issue's config shapes at their worst (alias bomb at the annotations' limit, nesting 100,000; "
+        return [(BASELINE, baseline),
+                ("the issue's config shapes at their worst (alias bomb at the annotations' limit, nesting 100,000; "
                  "through the override and a forged record), in each mode", configs),
                 ("the %d other hostile bodies slowest alone" % self.o.flood_slowest,
                  [entry(k) for k in others[:self.o.flood_slowest]])]
@@ -103,6 +121,7 @@ class Flood:
         alone = ordinary()
         self.print_ordinary("alone", alone)
         peak = common.rss_kib(server.pid) or 0
+        baseline = None
         for what, manifest in manifests:
             if not manifest:
                 fail("flood: none of %s was answered alone, nothing to flood with" % what)
@@ -112,8 +131,10 @@ class Flood:
                 log("    %-40s %-7s %10s %7.0f ms alone (3b)" % (name, mode, common.human(len(body)), alone_s * 1e3))
             under, records, flood_s, flood_peak = self.one_flood(server, manifest, ordinary)
             peak = max(peak, flood_peak)
-            self.print_ordinary("under the flood", under, alone)
+            self.print_ordinary("under the flood", under, alone, baseline)
             self.print_hostile(manifest, records, flood_s)
+            if what == BASELINE:
+                baseline = under
         rss1 = common.rss_kib(server.pid)
         alive = server.process.poll() is None
         ready = alive and server.ready()
@@ -170,20 +191,22 @@ class Flood:
             t.join(timeout=60)
         return under, records, time.monotonic() - t0, peak[0]
 
-    def print_ordinary(self, label, r, alone=None):
+    def print_ordinary(self, label, r, alone=None, baseline=None):
         o = self.o
         log("  ordinary %-16s %d answered of %d offered (%d not 200): %.0f/s answered within the %.0f s; "
             "p50/p99/max %.1f/%.1f/%.1f ms; policy-server's CPU %.0f%% of a core" % (
                 label, r["n"], int(o.flood_rate * o.flood_seconds), r["errors"], r["in_window"], o.flood_seconds,
                 r["p50"] * 1e3, r["p99"] * 1e3, r["max"] * 1e3, 100 * r["server_util"]))
-        if alone is not None:
-            def ratio(a, b):
-                return "%.2fx" % (a / b) if b else "-"
+        def ratio(a, b):
+            return "%.2fx" % (a / b) if b else "-"
 
-            log("  ordinary under the flood / alone: throughput within the window %s, p50 %s, p99 %s, max %s "
+        for against, other in (("alone", alone), ("under the benign flood", baseline)):
+            if other is None:
+                continue
+            log("  ordinary under the flood / %s: throughput within the window %s, p50 %s, p99 %s, max %s "
                 "(printed, not enforced; %d connections answer at most %.0f req/s at that p50)" % (
-                    ratio(r["in_window"], alone["in_window"]), ratio(r["p50"], alone["p50"]),
-                    ratio(r["p99"], alone["p99"]), ratio(r["max"], alone["max"]), o.flood_rate_connections,
+                    against, ratio(r["in_window"], other["in_window"]), ratio(r["p50"], other["p50"]),
+                    ratio(r["p99"], other["p99"]), ratio(r["max"], other["max"]), o.flood_rate_connections,
                     o.flood_rate_connections / r["p50"] if r["p50"] else 0))
         if r["errors"]:
             fail("flood: %d ordinary requests %s not answered 200" % (r["errors"], label))
