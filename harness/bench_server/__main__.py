@@ -28,8 +28,10 @@ over HTTPS:
    long); RSS after --memory-requests requests of the mix, the policy's
    server against the floors'; the flood (3e): a benign Job CREATE at
    --flood-rate req/s alone, then while --flood-connections connections
-   loop the worst hostile bodies (closed loop): the ordinary requests'
-   throughput and p50/p99 with and without it, the hostile ones' latency
+   loop benign requests as large as the worst config shapes (the
+   baseline), then the worst hostile bodies (closed loop): the ordinary
+   requests' throughput and p50/p99 alone, under each flood and against
+   the baseline's, the hostile ones' latency
    against the policy timeout and their answers, policy-server's pid,
    readiness and RSS before and after.
 
