@@ -6,7 +6,7 @@
 //! (`decide`, `workload_mode`). The rstest table below checks every row,
 //! with a case or more each.
 
-use crate::names::{Kind, ANNOTATION_MODE};
+use crate::names::{Kind, ANNOTATIONS_LIMIT, ANNOTATION_MODE};
 use crate::settings::{Mode, Settings};
 use crate::warning;
 
@@ -32,6 +32,10 @@ pub struct Facts<'f> {
     /// kube-injected CronJob carries the proxy, not the status, which
     /// stays on the Job's own metadata).
     pub injected: bool,
+    /// An annotation the policy reads too large for the API server to
+    /// store the object: its key and its value's length
+    /// (`Workload::oversized`).
+    pub oversized: Option<(&'f str, usize)>,
 }
 
 /// Why a request is accepted unchanged.
@@ -48,6 +52,10 @@ pub enum Skip {
     Disabled,
     /// Istio will not inject this pod and no proxy is there.
     InjectionOff,
+    /// An annotation the policy would read is past what an object's
+    /// annotations may total: the API server refuses the object whatever
+    /// the policy does, so nothing of it is read further.
+    Oversized,
     /// nativeSidecar was asked for where the Pod could not run it (custom
     /// injection templates, kubelets without native sidecars), and no
     /// `fallbackMode` is set.
@@ -83,6 +91,13 @@ pub fn by_request(kind: Kind, operation: &str, restart_policy: Option<&str>) -> 
 pub fn decide(facts: &Facts, settings: &Settings) -> (Plan, Vec<String>) {
     if let Some(skip) = by_request(facts.kind, facts.operation, facts.restart_policy) {
         return (Plan::Skip(skip), Vec::new());
+    }
+    if let Some((key, len)) = facts.oversized {
+        let limit = ANNOTATIONS_LIMIT / 1024;
+        let why = format!(
+            "{key} too large: {len} bytes, past the API server's {limit} KiB; left unchanged"
+        );
+        return (Plan::Skip(Skip::Oversized), vec![why]);
     }
     let mut warnings = Vec::new();
     let plan = match workload_mode(facts, settings, &mut warnings) {
@@ -128,6 +143,7 @@ mod tests {
         mode_annotation: None,
         injection_off: false,
         injected: false,
+        oversized: None,
     };
 
     fn with(f: impl FnOnce(&mut Facts<'static>)) -> Facts<'static> {
@@ -157,8 +173,26 @@ mod tests {
     #[case::workload_quit(with(|f| f.mode_annotation = Some("quitEndpoint")), Plan::Apply(Mode::QuitEndpoint))]
     #[case::workload_invalid(with(|f| f.mode_annotation = Some("off")), NATIVE)]
     #[case::job_update_wins_over_annotation(with(|f| { f.operation = "UPDATE"; f.mode_annotation = Some("exitOnJobCompletion") }), Plan::Skip(Skip::JobNotCreate))]
+    #[case::oversized(with(|f| f.oversized = Some(("sidecar.istio.io/status", 300_000))), Plan::Skip(Skip::Oversized))]
+    #[case::oversized_disabled(with(|f| { f.oversized = Some(("proxy.istio.io/config", 300_000)); f.mode_annotation = Some("disabled") }), Plan::Skip(Skip::Oversized))]
+    #[case::job_update_wins_over_oversized(with(|f| { f.operation = "UPDATE"; f.oversized = Some(("proxy.istio.io/config", 300_000)) }), Plan::Skip(Skip::JobNotCreate))]
+    #[case::long_running_pod_wins_over_oversized(with(|f| { f.kind = Kind::Pod; f.restart_policy = None; f.oversized = Some(("proxy.istio.io/config", 300_000)) }), Plan::Skip(Skip::LongRunningPod))]
     fn decision_table(#[case] facts: Facts<'static>, #[case] expected: Plan) {
         assert_eq!(decide(&facts, &Settings::default()).0, expected);
+    }
+
+    /// The warning names the annotation and its size, whole within a
+    /// warning's length for every key read and a value up to the largest
+    /// body policy-server takes.
+    #[test]
+    fn oversized_says_which_annotation() {
+        let facts = with(|f| f.oversized = Some(("istio-job-sidecar/applied", 2_097_152)));
+        let (_, warnings) = decide(&facts, &Settings::default());
+        assert_eq!(
+            warnings,
+            vec!["istio-job-sidecar/applied too large: 2097152 bytes, past the API server's 256 KiB; left unchanged"]
+        );
+        assert!(warning::fits(&warnings[0]));
     }
 
     #[test]

@@ -19,6 +19,11 @@ pub const ANNOTATION_NATIVE_SIDECAR: &str = "sidecar.istio.io/nativeSidecar";
 /// (`sidecar` when absent, unless the mesh sets `defaultTemplates`).
 pub const ANNOTATION_INJECT_TEMPLATES: &str = "inject.istio.io/templates";
 pub const ANNOTATION_PROXY_CONFIG: &str = "proxy.istio.io/config";
+/// The most one metadata's annotations may total, keys and values: the API
+/// server refuses a larger object (apimachinery `TotalAnnotationSizeLimitB`,
+/// checked on a pod template's annotations too), after the mutating
+/// webhooks have seen it.
+pub const ANNOTATIONS_LIMIT: usize = 256 * 1024;
 /// The key exitOnJobCompletion merges into `proxy.istio.io/config`.
 pub const EXIT_ON_JOB_COMPLETION: &str = "exitOnJobCompletion";
 /// pilot-agent's status port for this pod, when not the mesh default.

@@ -153,8 +153,14 @@ fn decide_and_edit(
         injection_off: view.injection_off() || never_injected,
         injected: view.injection_status().is_some()
             || view.has_container(&settings.sidecar_container_name),
+        oversized: view.oversized(),
     };
     let (mut plan, mut warnings) = decide(&facts, settings);
+    // An object the API server will refuse: nothing of it is read further,
+    // nor changed (no undo, no owner's mode carried down).
+    if plan == Plan::Skip(Skip::Oversized) {
+        return Ok((false, warnings, Verdict::Skip(Skip::Oversized)));
+    }
     // nativeSidecar where the Pod could not run it: the fallback mode, or
     // nothing, instead; nothing for a Pod Istio already injected natively,
     // which no mode can help (`native_gate::native_already_warnings`).

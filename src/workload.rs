@@ -9,7 +9,7 @@
 
 use crate::json::{Expansion, Node, ShapeError};
 use crate::names::{
-    Kind, ANNOTATION_APPLIED, ANNOTATION_INJECT_TEMPLATES, ANNOTATION_MODE,
+    Kind, ANNOTATIONS_LIMIT, ANNOTATION_APPLIED, ANNOTATION_INJECT_TEMPLATES, ANNOTATION_MODE,
     ANNOTATION_NATIVE_SIDECAR, ANNOTATION_OWNER_MODE, ANNOTATION_PROXY_CONFIG,
     ANNOTATION_QUIT_WRAPPED, ANNOTATION_STATUS, ANNOTATION_STATUS_PORT, INJECT,
 };
@@ -53,6 +53,40 @@ impl<'a> Annotations<'a> {
             ANNOTATION_STATUS_PORT => &mut self.status_port,
             INJECT => &mut self.inject,
             _ => return None,
+        })
+    }
+
+    /// An annotation read here that alone, key and value, is past what
+    /// the annotations may total: its key and its value's length.
+    pub fn oversized(&self) -> Option<(&'static str, usize)> {
+        let Annotations {
+            mode,
+            owner_mode,
+            applied,
+            quit_wrapped,
+            status,
+            native_sidecar,
+            inject_templates,
+            proxy_config,
+            status_port,
+            inject,
+        } = self;
+        [
+            (ANNOTATION_MODE, mode),
+            (ANNOTATION_OWNER_MODE, owner_mode),
+            (ANNOTATION_APPLIED, applied),
+            (ANNOTATION_QUIT_WRAPPED, quit_wrapped),
+            (ANNOTATION_STATUS, status),
+            (ANNOTATION_NATIVE_SIDECAR, native_sidecar),
+            (ANNOTATION_INJECT_TEMPLATES, inject_templates),
+            (ANNOTATION_PROXY_CONFIG, proxy_config),
+            (ANNOTATION_STATUS_PORT, status_port),
+            (INJECT, inject),
+        ]
+        .into_iter()
+        .find_map(|(key, value)| {
+            let len = value.as_deref()?.len();
+            (key.len().saturating_add(len) > ANNOTATIONS_LIMIT).then_some((key, len))
         })
     }
 }
@@ -292,6 +326,19 @@ impl<'a> Workload<'a> {
     /// Where Istio recorded an injection, if it did: on the pod template,
     /// else where `istioctl kube-inject` wrote it for a CronJob and where
     /// the CronJob controller then copies it (the Job's own metadata).
+    /// An annotation the policy reads, on any of the object's metadata,
+    /// too large for the API server to store the object (`Annotations::
+    /// oversized`).
+    pub fn oversized(&self) -> Option<(&'static str, usize)> {
+        [
+            &self.object_meta,
+            &self.job_template_meta,
+            &self.template_meta,
+        ]
+        .into_iter()
+        .find_map(|m| m.annotations.as_ref().and_then(Annotations::oversized))
+    }
+
     pub fn injection_status(&self) -> Option<(StatusAt, &str)> {
         fn status<'m>(m: &'m Meta) -> Option<&'m str> {
             m.annotations.as_ref().and_then(|a| a.status.as_deref())
@@ -532,6 +579,32 @@ mod tests {
 
     fn job(own: Value, template: Value, spec: Value) -> Value {
         json!({"metadata": own, "spec": {"template": {"metadata": template, "spec": spec}}})
+    }
+
+    /// An annotation read, on any metadata, whose key and value alone pass
+    /// the limit; one byte less fits; an annotation not read is not
+    /// counted (the API server's own check sees it).
+    #[rstest]
+    #[case::template(ANNOTATION_STATUS, false, 1, Some((ANNOTATION_STATUS, 1)))]
+    #[case::own(ANNOTATION_APPLIED, true, 1, Some((ANNOTATION_APPLIED, 1)))]
+    #[case::config_fits(ANNOTATION_PROXY_CONFIG, false, 0, None)]
+    #[case::not_read("example.com/notes", false, 1, None)]
+    fn oversized_annotations(
+        #[case] key: &'static str,
+        #[case] own: bool,
+        #[case] over: usize,
+        #[case] expected: Option<(&'static str, usize)>,
+    ) {
+        let len = ANNOTATIONS_LIMIT - key.len() + over;
+        let annotations = meta(json!({key: "x".repeat(len)}), json!({}));
+        let (own_meta, template) = if own {
+            (annotations, json!({}))
+        } else {
+            (json!({}), annotations)
+        };
+        let object = job(own_meta, template, json!({}));
+        let expected = expected.map(|(k, _)| (k, len));
+        assert_eq!(read(Kind::Job, object, |w| w.oversized()), expected);
     }
 
     /// Injection off as Istio's `injectRequired` reads the pod: the label

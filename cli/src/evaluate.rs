@@ -209,6 +209,7 @@ pub fn skip_reason(skip: Skip) -> (&'static str, &'static str) {
         Skip::Disabled => ("disabled", "disabled by istio-job-sidecar/mode"),
         Skip::InjectionOff => ("injectionOff", "Istio injection off"),
         Skip::NativeUnsafe => ("nativeUnsafe", "nativeSidecar unsafe, no fallbackMode"),
+        Skip::Oversized => ("oversized", "an annotation past the API server's limit"),
     }
 }
 

@@ -735,14 +735,17 @@ fn assert_warning(name: &str, o: &Outcome, says: &str) {
     );
 }
 
-/// Hostile `istio-job-sidecar/applied` records: 1 MiB values of each form,
-/// and 10,000-deep JSON, as text and as the annotation's value itself.
+/// Hostile `istio-job-sidecar/applied` records: values of each form as
+/// large as the annotations' limit leaves room for (250 KiB), one past it
+/// (2 MiB, never read), and 10,000-deep JSON, as text and as the
+/// annotation's value itself.
 #[test]
 fn hostile_records() {
     let policy = load();
-    let mib = 1024 * 1024;
+    let big = 250 * 1024;
     let unreadable: &str = &format!("{APPLIED} unreadable");
     let kept: &str = &format!("{APPLIED}: ");
+    let too_large: &str = &format!("{APPLIED} too large: ");
     // The record's edit is not on the object at all: the record goes,
     // without a warning.
     let gone = "";
@@ -751,38 +754,44 @@ fn hostile_records() {
     type Case<'c> = (&'c str, String, Vec<(&'c str, Value)>, &'c str);
     let cases: Vec<Case> = vec![
         (
-            "1 MiB record, not JSON",
-            "x".repeat(mib),
+            "250 KiB record, not JSON",
+            "x".repeat(big),
             vec![],
             unreadable,
         ),
         (
-            "1 MiB record: quit, a 1 MiB container name",
-            json!({"mode": "quitEndpoint", "container": "c".repeat(mib)}).to_string(),
+            "250 KiB record: quit, a 250 KiB container name",
+            json!({"mode": "quitEndpoint", "container": "c".repeat(big)}).to_string(),
             vec![],
             gone,
         ),
         (
-            "1 MiB record: exit, 1 MiB inserted text",
+            "250 KiB record: exit, 250 KiB inserted text",
             json!({"mode": "exitOnJobCompletion",
-                   "inserted": format!("\n{}exitOnJobCompletion: true", "y".repeat(mib))})
+                   "inserted": format!("\n{}exitOnJobCompletion: true", "y".repeat(big))})
             .to_string(),
             vec![(PROXY_CONFIG, exit_config.clone())],
             kept,
         ),
         (
-            "1 MiB record: move, 1 MiB status",
+            "250 KiB record: move, 250 KiB status",
             json!({"mode": "nativeSidecar", "moved": "istio-proxy", "from": 1,
-                   "added": ["restartPolicy"], "status": "s".repeat(mib)})
+                   "added": ["restartPolicy"], "status": "s".repeat(big)})
             .to_string(),
             vec![],
             gone,
         ),
         (
-            "1 MiB record: an unknown member of 1 MiB",
-            json!({"mode": "quitEndpoint", "container": "app", "x": "u".repeat(mib)}).to_string(),
+            "250 KiB record: an unknown member of 250 KiB",
+            json!({"mode": "quitEndpoint", "container": "app", "x": "u".repeat(big)}).to_string(),
             vec![],
             unreadable,
+        ),
+        (
+            "2 MiB record, past the annotations' limit",
+            json!({"mode": "quitEndpoint", "container": "c".repeat(2 << 20)}).to_string(),
+            vec![],
+            too_large,
         ),
         (
             "record of 10,000 nested arrays",
@@ -816,15 +825,16 @@ fn hostile_records() {
             let (r, s) = asking(wanted, job_with(app_and_proxy(), &annotations));
             let name = format!("{what} ({wanted})");
             let p = payload(&r, &s);
-            let o = if record.len() >= mib {
+            let o = if record.len() >= big {
                 call_measured(&policy, &name, &p)
             } else {
                 call(&policy, &name, &p)
             };
             report(&name, p.len(), &o);
             // Under its own mode a readable record undoes nothing.
-            let own_mode =
-                warning != &unreadable && record.contains(&format!(r#""mode":"{wanted}""#));
+            let own_mode = warning != &unreadable
+                && warning != &too_large
+                && record.contains(&format!(r#""mode":"{wanted}""#));
             if warning == &gone && !own_mode {
                 // The record goes without a word of its own; exitOnJobCompletion
                 // still says, of the key it writes, that upstream Istio ignores it.
@@ -899,7 +909,7 @@ fn record_whose_inserted_text_repeats() {
     // What fits beside the annotations' keys under their 256 KiB.
     let at_limit = 255 * 1024;
     const EDITED: Option<&str> = Some("edit kept: proxy.istio.io/config edited where");
-    const TOO_LARGE: Option<&str> = Some("edit kept: proxy.istio.io/config: too large to read");
+    const TOO_LARGE: Option<&str> = Some("proxy.istio.io/config too large: ");
     let mut configs = Vec::new();
     for (body, n, what, first_kept, last_kept) in [
         (

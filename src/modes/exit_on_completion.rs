@@ -35,26 +35,6 @@ fn budget(text: &str) -> Budget {
     }
 }
 
-/// The most an object's annotations may total, keys and values: the API
-/// server refuses a larger object (apimachinery `TotalAnnotationSizeLimitB`,
-/// checked on a pod template's annotations too), but a mutating webhook
-/// sees it first. A config past it is never stored, so it is never read:
-/// reading it would cost work in proportion to a body of up to 3 MiB.
-const ANNOTATIONS_LIMIT: usize = 256 * 1024;
-
-/// A config past `ANNOTATIONS_LIMIT` is too large to read, before any work
-/// on it (the fast path's scan included).
-fn within_limit(text: &str) -> Result<(), Unread> {
-    if text.len().saturating_add(ANNOTATION_PROXY_CONFIG.len()) > ANNOTATIONS_LIMIT {
-        return Err(Unread::TooLarge(format!(
-            "{} bytes, over the {} KiB an object's annotations may total",
-            text.len(),
-            ANNOTATIONS_LIMIT / 1024
-        )));
-    }
-    Ok(())
-}
-
 /// Nodes aliases may add to a config beyond its own.
 const ALIAS_NODES: usize = 10_000;
 
@@ -190,7 +170,6 @@ const MAX_TRIES: usize = 2;
 /// minus `exitOnJobCompletion: true`; `Ok(None)` when the key is gone or
 /// holds a value of the user's.
 fn take_out(text: &str, inserted: &str) -> Result<Option<String>, Unread> {
-    within_limit(text)?;
     // The config as the merge left it: the text without the inserted part
     // merges back into exactly this text, which proves it without a YAML
     // parse (a parse of a large config costs a good part of a request's
@@ -249,7 +228,6 @@ fn take_out(text: &str, inserted: &str) -> Result<Option<String>, Unread> {
 /// users write (JSON, and block mappings of plain `key: value` lines) are
 /// recognised by `merge_fast`; anything else goes through `merge_verified`.
 pub fn merge(text: &str) -> Result<Option<String>, Unread> {
-    within_limit(text)?;
     match merge_fast(text) {
         Some(answer) => Ok(answer),
         None => merge_verified(text),
@@ -583,7 +561,6 @@ fn one_line_scalar(value: &str) -> bool {
 /// The config as Istio reads it: the JSON object `YAMLToJSON` gives
 /// (`null`, for no document, applies nothing: an empty mapping).
 fn read_mapping(text: &str) -> Result<Map<String, Value>, Unread> {
-    within_limit(text)?;
     match kube_yaml::to_json(text, budget(text)) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(Value::Null) => Ok(Map::new()),
@@ -683,39 +660,6 @@ mod tests {
     )]
     fn merges_in_the_users_form(#[case] text: &str, #[case] expected: &str) {
         assert_eq!(merge(text), Ok(Some(expected.to_owned())));
-    }
-
-    /// The largest config an object the API server stores can hold is
-    /// read; one byte more is too large, in the merge and in the undo,
-    /// whatever its form (the fast path's included).
-    #[test]
-    fn a_config_past_the_annotations_limit_is_not_read() {
-        let fits = ANNOTATIONS_LIMIT - ANNOTATION_PROXY_CONFIG.len();
-        let mut at_limit: String = (0..fits / 10).map(|i| format!("k{i:05}: v\n")).collect();
-        at_limit.push_str(&"#".repeat(fits - at_limit.len()));
-        assert_eq!(at_limit.len(), fits);
-        assert!(matches!(merge(&at_limit), Ok(Some(_))));
-        let merged = format!("{at_limit}\n{KEY}: true");
-        let past = format!("{at_limit}#");
-        for text in [past.as_str(), &format!("{merged}#")] {
-            assert!(
-                matches!(merge(text), Err(Unread::TooLarge(_))),
-                "{}",
-                text.len()
-            );
-        }
-        assert!(matches!(
-            take_out(&format!("#{merged}"), &format!("\n{KEY}: true")),
-            Err(Unread::TooLarge(_))
-        ));
-        let why = merge(&past).unwrap_err();
-        assert_eq!(
-            why,
-            Unread::TooLarge(format!(
-                "{} bytes, over the 256 KiB an object's annotations may total",
-                past.len()
-            ))
-        );
     }
 
     /// Texts the fast paths accept merge exactly as the YAML-verified path

@@ -182,15 +182,6 @@ fn proxy_config_through_a_forged_record_under_each_mode() {
     assert_all(failures);
 }
 
-/// A config past the annotations' limit (which the API server checks
-/// after the webhooks, so the policy sees it): never parsed. Its request
-/// costs what a request of its size costs that carries the same text in
-/// an annotation the policy does not read, but for the text itself: the
-/// config is unescaped when the template's annotations are read and
-/// escaped again when the object is written back, where the other is
-/// copied as it came (2 to 3.3 times measured). More would be a parse.
-const PAST_LIMIT: Ratio = Ratio { fuel: 4, memory: 3 };
-
 /// Configs of 1.8 MiB, in a body under policy-server's 2 MiB: the undo's
 /// worst (the inserted text on every line, so that each place it occurs
 /// is a candidate), one long value holding it, an alias bomb and an
