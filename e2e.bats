@@ -446,6 +446,46 @@ assert_one_proxy() {
 	assert_warning 'proxy.istio.io/config'
 }
 
+# An annotation the policy reads, past the 256 KiB an object's annotations
+# may total (the API server refuses the object after the webhooks), in each
+# mode: allowed, no patch, the annotation named; an alias bomb within the
+# limit: allowed, the config left as it came, "too large to read".
+@test "hostile annotations through kwctl: past the annotations' limit unchanged, an alias bomb left unread" {
+	local request="$BATS_TEST_TMPDIR/request.json"
+	for key in sidecar.istio.io/status proxy.istio.io/config istio-job-sidecar/applied; do
+		python3 - "$key" >"$request" <<-'PY'
+			import json, sys
+			r = json.load(open("test_data/cases/job-create-native/request.json"))
+			meta = r["object"]["spec"]["template"].setdefault("metadata", {})
+			meta.setdefault("annotations", {})[sys.argv[1]] = "x" * (300 * 1024)
+			json.dump(r, sys.stdout)
+		PY
+		for mode in nativeSidecar exitOnJobCompletion quitEndpoint; do
+			run kwctl run --request-path "$request" --settings-json "{\"mode\":\"$mode\"}" "$POLICY"
+			echo "$key, $mode: output = ${output}"
+			[ "$status" -eq 0 ]
+			[[ "$output" == *'"allowed":true'* ]]
+			assert_not_patched
+			assert_warning "$key too large: 307200 bytes"
+		done
+	done
+	python3 - >"$request" <<-'PY'
+		import json, sys
+		r = json.load(open("test_data/cases/job-create-native/request.json"))
+		bomb = "a: &a [%s]\nb: [%s]\n" % (",".join(["1"] * 50000), ",".join(["*a"] * 30000))
+		r["object"]["metadata"].setdefault("annotations", {})["istio-job-sidecar/mode"] = "exitOnJobCompletion"
+		meta = r["object"]["spec"]["template"].setdefault("metadata", {})
+		meta.setdefault("annotations", {})["proxy.istio.io/config"] = bomb
+		json.dump(r, sys.stdout)
+	PY
+	run kwctl run --request-path "$request" --settings-json '{"mode":"nativeSidecar"}' "$POLICY"
+	echo "alias bomb: output = ${output}"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"allowed":true'* ]]
+	assert_warning 'proxy.istio.io/config: too large to read'
+	[[ "$output" != *'"patch":"'* ]] || refute_in_patch 'proxy.istio.io~1config'
+}
+
 # --- mode quitEndpoint ------------------------------------------------------
 
 @test "quitEndpoint: Job CREATE, the app container's command is wrapped" {
