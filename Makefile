@@ -344,6 +344,12 @@ bench-server: annotated-policy.wasm floors
 bench-server-smoke: annotated-policy.wasm floors
 	$(BENCH_SERVER) --smoke --workdir target/bench-server-smoke
 
+# nodeVersionCheck at 10, 1,000 and 5,000 Nodes in policy-server, its
+# Kubernetes API the fake one (docs/performance.md, "Node list at scale").
+bench-nodes: annotated-policy.wasm runner
+	POLICY_SERVER=$(POLICY_SERVER) python3 -m harness.bench_nodes --module annotated-policy.wasm --runner $(RUNNER)
+.PHONY: bench-nodes
+
 # --- The operator's tool: kubectl istio-job-sidecar (cli/) -------------------
 # `cargo install --path cli` puts kubectl-istio_job_sidecar on PATH; this
 # builds the same binary into target/release/.
