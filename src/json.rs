@@ -101,6 +101,17 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// How many items this array holds, counted without building them;
+    /// `None` when it is no array.
+    pub fn item_count(&self) -> Option<usize> {
+        match self {
+            Node::Raw(raw) => serde_json::from_str::<Count>(raw.get()).ok().map(|c| c.0),
+            Node::Array(items) => Some(items.len()),
+            Node::Value(Value::Array(values)) => Some(values.len()),
+            _ => None,
+        }
+    }
+
     /// The member `key` of this object, if present and not null. With
     /// duplicate keys the last one wins, as in the API server's decoder.
     pub fn get_mut(&mut self, key: &str) -> Result<Option<&mut Node<'a>>, ShapeError> {
@@ -375,6 +386,29 @@ impl<'de: 'a, 'a> Deserialize<'de> for Items<'a> {
             }
         }
         deserializer.deserialize_seq(V(std::marker::PhantomData))
+    }
+}
+
+/// The number of items of a JSON array, each skipped as it is read.
+struct Count(usize);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Count(n))
+            }
+        }
+        d.deserialize_seq(V)
     }
 }
 

@@ -52,6 +52,13 @@ pub const NAME: &str = "istio-job-sidecar-quit";
 pub use crate::modes::restarts::{ALWAYS, ON_SUCCESS};
 /// Elements the wrapper puts before the original command.
 pub const PREFIX_LEN: usize = 6;
+/// The most items a command can have and still start a process: Linux
+/// takes argv and the environment in `ARG_MAX` bytes (2 MiB, a quarter of
+/// the default 8 MiB stack), each item at least its pointer and its NUL
+/// (9 bytes). A longer command is no command a container runs, and is not
+/// read, so that a tenant's argv of hundreds of thousands of empty strings
+/// costs a count, not a tree.
+pub const MAX_ARGV: usize = (2 << 20) / 9;
 
 pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     // A proxy already injected as a native sidecar is wrapped for all the
@@ -126,40 +133,34 @@ pub fn apply(t: &mut Target) -> Result<ModeOutcome, ShapeError> {
     let Some(command) = read_command(t.object.item("containers", index)?)? else {
         return Ok(nothing_wrapped(t, no_command(name)));
     };
-    let original = match original_command(&command) {
-        // Wrapped before, and up to date: only the record may be missing
-        // (a wrapper from an earlier version, or a record taken off by hand).
-        Some(_) if command[..PREFIX_LEN] == prefix => {
-            return Ok(ModeOutcome {
-                record: match t.record {
-                    Some(recorded) if *recorded == applied => RecordEdit::Keep,
-                    _ => RecordEdit::Set(applied),
-                },
-                ..ModeOutcome::unchanged()
-            });
-        }
-        // Wrapped before, by other settings or an older script: only the
-        // wrapper part is brought up to date, the original argv is kept.
-        Some(original) => original,
-        None => &command[..],
-    };
-    // The script goes out as JSON written once per instance, not escaped
-    // again on every request.
-    // The script goes in as the JSON made once; plain pushes, not a chain
-    // of iterators (whose adapters cost the module more than this loop).
-    let mut wrapped = Vec::with_capacity(PREFIX_LEN + original.len());
+    let skip = wrapper_len(command);
+    // Wrapped before, and up to date: only the record may be missing (a
+    // wrapper from an earlier version, or a record taken off by hand).
+    if skip > 0
+        && command
+            .iter()
+            .zip(prefix)
+            .all(|(item, part)| is_string(item, part))
+    {
+        return Ok(ModeOutcome {
+            record: match t.record {
+                Some(recorded) if *recorded == applied => RecordEdit::Keep,
+                _ => RecordEdit::Set(applied),
+            },
+            ..ModeOutcome::unchanged()
+        });
+    }
+    // Wrapped before, by other settings or an older script, only the
+    // wrapper part is brought up to date; the original argv stays as it
+    // came, item for item, and the script goes in as the JSON made once.
+    let mut wrapper = Vec::with_capacity(PREFIX_LEN);
     for (i, part) in prefix.into_iter().enumerate() {
-        wrapped.push(match i {
+        wrapper.push(match i {
             2 => script_node(),
             _ => Node::from_string(part),
         });
     }
-    for arg in original {
-        wrapped.push(Node::from_string(arg.as_str()));
-    }
-    t.object
-        .item("containers", index)?
-        .set("command", Node::Array(wrapped))?;
+    command.splice(..skip, wrapper);
     Ok(ModeOutcome::applied(applied))
 }
 
@@ -221,14 +222,15 @@ pub fn undo(container: &str, t: &mut Target) -> Result<Undone, ShapeError> {
         _ => return Ok(Undone::Refused("container not in the pod once".into())),
     };
     let node = t.object.item("containers", index)?;
-    let command = read_command(node)?;
-    match command.as_deref().and_then(original_command) {
-        Some([]) => Ok(Undone::Refused("the wrapper holds no command".into())),
-        Some(original) => {
-            node.set("command", Node::Value(string_array(original)))?;
+    match read_command(node)? {
+        Some(command) if wrapper_len(command) == command.len() && !command.is_empty() => {
+            Ok(Undone::Refused("the wrapper holds no command".into()))
+        }
+        Some(command) if wrapper_len(command) > 0 => {
+            command.drain(..PREFIX_LEN);
             Ok(Undone::Done { changed: true })
         }
-        None => Ok(Undone::Done { changed: false }),
+        _ => Ok(Undone::Done { changed: false }),
     }
 }
 
@@ -257,7 +259,7 @@ fn in_init_containers(container: &str, t: &mut Target) -> Undone {
         .object
         .item("initContainers", index)
         .and_then(read_command)
-        .is_ok_and(|command| command.as_deref().and_then(original_command).is_some());
+        .is_ok_and(|command| command.is_some_and(|c| wrapper_len(c) > 0));
     if wrapped {
         Undone::Refused("the wrapped proxy is a native sidecar".into())
     } else {
@@ -275,16 +277,6 @@ fn nothing_wrapped(t: &Target, why: String) -> ModeOutcome {
         },
         ..ModeOutcome::unchanged_because(why)
     }
-}
-
-fn string_array(strings: &[String]) -> serde_json::Value {
-    serde_json::Value::Array(
-        strings
-            .iter()
-            .cloned()
-            .map(serde_json::Value::String)
-            .collect(),
-    )
 }
 
 /// Said when the pod turns pilot-agent's status server off (`"0"`, or a
@@ -328,8 +320,8 @@ fn unwrap_all(
         let Some(command) = read_command(container)? else {
             continue;
         };
-        if let Some(original) = original_command(&command) {
-            container.set("command", Node::Value(string_array(original)))?;
+        if wrapper_len(command) > 0 {
+            command.drain(..PREFIX_LEN);
             outcome.changed = true;
         }
     }
@@ -339,25 +331,47 @@ fn unwrap_all(
     Ok(outcome)
 }
 
-/// The container's `command`; `None` when absent, null or empty (the
-/// image's entrypoint runs, which admission cannot see).
-fn read_command(container: &mut Node) -> Result<Option<Vec<String>>, ShapeError> {
+/// The container's `command`, each item a string left as it came; `None`
+/// when absent, null or empty (the image's entrypoint runs, which
+/// admission cannot see).
+fn read_command<'n, 'a>(
+    container: &'n mut Node<'a>,
+) -> Result<Option<&'n mut Vec<Node<'a>>>, ShapeError> {
     let Some(node) = container.get_mut("command")? else {
         return Ok(None);
     };
-    let command: Vec<String> = serde_json::from_value(node.to_value()?)
-        .map_err(|e| ShapeError(format!("command: {e}")))?;
-    Ok((!command.is_empty()).then_some(command))
+    if let Some(items) = node.item_count().filter(|&n| n > MAX_ARGV) {
+        return Err(ShapeError(format!(
+            "command: {items} items, more than the {MAX_ARGV} a process can be started with"
+        )));
+    }
+    let shape = |e: ShapeError| ShapeError(format!("command: {e}"));
+    let items = node.items_mut().map_err(shape)?;
+    for item in items.iter() {
+        if item.read_string().map_err(shape)?.is_none() {
+            return Err(ShapeError("command: expected a string, not null".into()));
+        }
+    }
+    Ok((!items.is_empty()).then_some(items))
 }
 
-/// The original command inside a command this mode wrapped; `None` when
-/// `command` is not one of its wrappers.
-pub fn original_command(command: &[String]) -> Option<&[String]> {
+/// `item` is the JSON string `want`.
+fn is_string(item: &Node, want: &str) -> bool {
+    item.read_string().ok().flatten().is_some_and(|s| s == want)
+}
+
+/// How many items of `command` are this mode's wrapper before the
+/// original command: `PREFIX_LEN` when it is one of its wrappers, else 0.
+pub fn wrapper_len(command: &[Node]) -> usize {
     let is = command.len() >= PREFIX_LEN
-        && command[0] == SHELL
-        && command[1] == "-c"
-        && command[3] == NAME;
-    is.then(|| &command[PREFIX_LEN..])
+        && is_string(&command[0], SHELL)
+        && is_string(&command[1], "-c")
+        && is_string(&command[3], NAME);
+    if is {
+        PREFIX_LEN
+    } else {
+        0
+    }
 }
 
 fn no_command(name: &str) -> String {
@@ -886,9 +900,8 @@ mod tests {
         assert!(!run(Kind::Job, &out).0.changed);
     }
 
-    #[test]
-    fn wrong_command_type_is_a_shape_error() {
-        let object = job(json!([app(json!("run"))]));
+    /// `apply` on `object` (a Job) with the default settings and no record.
+    fn apply_to(object: &serde_json::Value) -> Result<ModeOutcome, ShapeError> {
         let text = object.to_string();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&text).unwrap();
         let mut node = Node::raw(raw);
@@ -899,7 +912,23 @@ mod tests {
             settings: &settings,
             record: None,
         };
-        assert!(apply(&mut target).is_err());
+        apply(&mut target)
+    }
+
+    #[test]
+    fn wrong_command_type_is_a_shape_error() {
+        assert!(apply_to(&job(json!([app(json!("run"))]))).is_err());
+    }
+
+    /// A command no process could be started with is refused before its
+    /// items are read; one item fewer is wrapped.
+    #[test]
+    fn a_command_longer_than_a_process_takes_is_a_shape_error() {
+        let too_long = app(json!(vec![""; MAX_ARGV + 1]));
+        let err = apply_to(&job(json!([too_long]))).unwrap_err();
+        assert!(err.0.contains("more than the"), "{err}");
+        let longest = app(json!(vec![""; MAX_ARGV]));
+        assert!(apply_to(&job(json!([longest]))).unwrap().changed);
     }
 
     /// Kubernetes expands `$(NAME)` and turns `$$` into `$` in command and
@@ -928,7 +957,8 @@ mod tests {
     #[case::short(&["/bin/sh", "-c", "x", NAME], None)]
     #[case::plain(&["run"], None)]
     fn recognises_its_own_wrapper(#[case] command: &[&str], #[case] original: Option<usize>) {
-        let command: Vec<String> = command.iter().map(|s| (*s).to_owned()).collect();
-        assert_eq!(original_command(&command).map(<[String]>::len), original);
+        let command: Vec<Node> = command.iter().map(|s| Node::from_string(*s)).collect();
+        let skip = wrapper_len(&command);
+        assert_eq!((skip > 0).then(|| command.len() - skip), original);
     }
 }

@@ -402,8 +402,10 @@ impl Wrapper {
 /// Whether a command (a JSON value) is a quitEndpoint wrapper, as the
 /// policy recognises one.
 pub fn is_wrapped(command: &Value) -> bool {
+    use istio_job_sidecar_policy::json::Node;
     let Ok(command) = serde_json::from_value::<Vec<String>>(command.clone()) else {
         return false;
     };
-    istio_job_sidecar_policy::modes::quit_endpoint::original_command(&command).is_some()
+    let command: Vec<Node> = command.into_iter().map(Node::from_string).collect();
+    istio_job_sidecar_policy::modes::quit_endpoint::wrapper_len(&command) > 0
 }

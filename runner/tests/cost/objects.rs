@@ -70,6 +70,18 @@ fn object_shapes() -> Vec<(String, Value)> {
             shapes.push((format!("{count} {kind}"), counted(kind, count)));
         }
     }
+    // Counts at policy-server's body limit (2 MiB): tens of thousands of
+    // containers; a command of 650,000 empty strings, more than Linux
+    // starts a process with (argv in 2 MiB, 9 bytes an item at least), and
+    // one of 230,000, just under that.
+    for kind in ["containers", "initContainers"] {
+        shapes.push((format!("30000 {kind}"), counted(kind, 30_000)));
+    }
+    for count in [650_000, 230_000] {
+        let mut object = injected_job(app_and_proxy(), json!({}));
+        object["spec"]["template"]["spec"]["containers"][0]["command"] = json!(vec![""; count]);
+        shapes.push((format!("a command of {count} empty strings"), object));
+    }
     // A huge sidecar.istio.io/status (its lists of thousands of names), a
     // huge record: both at the annotations' limit.
     let names: Vec<String> = (0..20_000).map(|i| format!("c{i:05}")).collect();
