@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use crate::admission::{admission_request_for, ModuleAnswer};
 use crate::error::{Error, Result};
 use crate::host::{validate_payload, Policy, ValidationResponse};
-use crate::memory::probing_engine;
+use crate::metered::{MeteredModule, PAGE};
 
 /// Where to find the four modules, and how long to measure.
 #[derive(Debug, Clone)]
@@ -467,7 +467,7 @@ fn load(label: &'static str, path: &Path) -> Result<Module> {
         path: path.to_owned(),
         source,
     })?;
-    let policy = Policy::from_bytes(&bytes, None)?;
+    let policy = Policy::from_bytes(&bytes)?;
     Ok(Module {
         label,
         path: path.to_owned(),
@@ -882,19 +882,21 @@ fn mib(bytes: usize) -> String {
     format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
-/// Linear memory size of a fresh instance before and after three
-/// `validate` calls with `payload` (see `memory.rs` for how it is observed),
-/// and the last answer, so the caller can check the observed instance
-/// behaved like the timed one.
+/// Linear memory size, in bytes, of a fresh instance before and after three
+/// `validate` calls with `payload` (read on the metered engine, which owns
+/// its store), and the last answer, so the caller can check the observed
+/// instance behaved like the timed one.
 pub fn memory_after(module: &[u8], payload: &[u8]) -> Result<(usize, usize, Vec<u8>)> {
-    let (engine, probe) = probing_engine().map_err(Error::Load)?;
-    let policy = Policy::from_bytes(module, Some(engine))?;
-    let before = probe.last_size().unwrap_or(0);
+    let policy = Policy::metered(&MeteredModule::new(module, u64::MAX / 2)?)?;
+    let mut before = None;
     let mut answer = Vec::new();
     for _ in 0..3 {
         answer = policy.call("validate", payload)?;
+        before = before.or_else(|| policy.last_cost().map(|c| c.pages_before * PAGE));
     }
-    Ok((before, probe.last_size().unwrap_or(0), answer))
+    let after = policy.last_cost().map_or(0, |c| c.memory_bytes());
+    let bytes = |b: u64| usize::try_from(b).unwrap_or(usize::MAX);
+    Ok((bytes(before.unwrap_or(0)), bytes(after), answer))
 }
 
 #[cfg(test)]

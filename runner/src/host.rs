@@ -47,23 +47,19 @@ impl Policy {
             path: path.to_owned(),
             source,
         })?;
-        Policy::from_bytes(&bytes, None)
+        Policy::from_bytes(&bytes)
     }
 
-    /// Instantiates a module on the process-wide engine (with policy-server's
-    /// timeout), or on `engine` when the caller needs another configuration
-    /// (the benchmark uses it to observe linear memory; no timeout then).
-    pub fn from_bytes(bytes: &[u8], engine: Option<Engine>) -> Result<Policy> {
-        let builder = WasmtimeEngineProviderBuilder::new().module_bytes(bytes);
-        let builder = match engine {
-            Some(engine) => builder.engine(engine),
-            None => builder
-                .engine(shared_engine()?)
-                .enable_epoch_interruptions(EpochDeadlines {
-                    wapc_init: deadline_ticks(),
-                    wapc_func: deadline_ticks(),
-                }),
-        };
+    /// Instantiates a module on the process-wide engine, with
+    /// policy-server's timeout.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Policy> {
+        let builder = WasmtimeEngineProviderBuilder::new()
+            .module_bytes(bytes)
+            .engine(shared_engine()?)
+            .enable_epoch_interruptions(EpochDeadlines {
+                wapc_init: deadline_ticks(),
+                wapc_func: deadline_ticks(),
+            });
         trap_cause::install();
         let provider = builder.build().map_err(|e| Error::Load(e.to_string()))?;
         Policy::with_provider(Box::new(provider), None)

@@ -14,12 +14,11 @@
 //! admission response and patch, the demo's text, the summaries) builds in
 //! seconds: `policy-demo` (`make demo`) uses it that way.
 //!
-//! No unsafe code but in `memory`: wasmtime measures a guest's linear
-//! memory only through a custom `MemoryCreator`, an unsafe trait (its
-//! `LinearMemory` must uphold what wasmtime's generated code assumes), and
-//! wasmtime-provider keeps the `Store` a safe `ResourceLimiter` would need.
+//! No unsafe code: a guest's linear memory is read on the metered engine
+//! (`metered`), which owns its `Store`, instead of through a custom
+//! `MemoryCreator` on wasmtime-provider's engine.
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod admission;
 #[cfg(feature = "engine")]
@@ -28,9 +27,6 @@ pub mod demo;
 mod error;
 #[cfg(feature = "engine")]
 pub mod host;
-#[cfg(feature = "engine")]
-#[allow(unsafe_code)]
-pub mod memory;
 #[cfg(feature = "engine")]
 pub mod metered;
 #[cfg(feature = "native")]

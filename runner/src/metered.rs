@@ -459,7 +459,7 @@ pub fn cost(
     let cost = metered
         .last_cost()
         .ok_or_else(|| Error::Input("no cost recorded".into()))?;
-    let ordinary = crate::Policy::from_bytes(bytes, None)?;
+    let ordinary = crate::Policy::from_bytes(bytes)?;
     ordinary.set_nodes(nodes);
     let mut times = Vec::with_capacity(calls.max(1));
     for _ in 0..calls.max(1) {

@@ -25,7 +25,7 @@ fn guest(body: &str, data: &[(u32, &str)]) -> Policy {
           (func (export "__guest_call") (param i32 i32) (result i32)
             {body}))"#
     );
-    Policy::from_bytes(wat.as_bytes(), None).expect("the test guest loads")
+    Policy::from_bytes(wat.as_bytes()).expect("the test guest loads")
 }
 
 const ACCEPT: &str = r#"{"accepted":true,"message":null,"code":null,"mutated_object":null,"audit_annotations":null,"warnings":null}"#;
@@ -127,7 +127,7 @@ fn an_answer_that_is_not_json_is_a_bad_response() {
 
 #[test]
 fn a_module_that_does_not_compile_is_a_load_error() {
-    match Policy::from_bytes(b"\0asm garbage", None) {
+    match Policy::from_bytes(b"\0asm garbage") {
         Err(Error::Load(message)) => assert!(!message.is_empty()),
         other => panic!("expected a load error, got {other:?}"),
     }

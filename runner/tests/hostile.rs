@@ -7,7 +7,7 @@
 //! answer. `validate_settings` must answer `valid: false` with a message for
 //! every wrongly typed setting, and `validate` must then accept unchanged
 //! with a warning. Elapsed time and, for the big inputs, the guest's linear
-//! memory (observed through the runner's probing engine on a fresh instance)
+//! memory (read on a fresh instance of the runner's metered engine)
 //! are printed; there are no timing assertions.
 //!
 //! The record `istio-job-sidecar/applied` gets its own (the last
@@ -23,9 +23,10 @@
 
 mod common;
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use policy_runner::memory::probing_engine;
+use policy_runner::metered::{MeteredModule, PAGE};
 use policy_runner::{ModuleAnswer, Policy, ValidationResponse};
 use policy_testkit::names::{APPLIED, MODE, PROXY_CONFIG, STATUS};
 use serde_json::{json, Value};
@@ -125,16 +126,26 @@ fn call(policy: &Policy, name: &str, payload: &[u8]) -> Outcome {
     }
 }
 
-/// As `call`, and also on a fresh instance of a probing engine to read the
-/// guest's linear memory after the call (it only grows, so it is the peak).
+/// `policy.wasm` compiled once on the metered engine, whose store it owns
+/// and so reads the guest's linear memory; fuel unbounded.
+fn metered_module() -> &'static MeteredModule {
+    static MODULE: OnceLock<MeteredModule> = OnceLock::new();
+    MODULE.get_or_init(|| MeteredModule::new(&module_bytes(), u64::MAX / 2).expect("compiles"))
+}
+
+/// As `call`, and also on a fresh metered instance to read the guest's
+/// linear memory after the call (it only grows, so it is the peak).
 fn call_measured(policy: &Policy, name: &str, payload: &[u8]) -> Outcome {
     let mut outcome = call(policy, name, payload);
-    let (engine, probe) = probing_engine().expect("probing engine");
-    let fresh = Policy::from_bytes(&module_bytes(), Some(engine)).expect("loads");
-    let before = probe.last_size();
+    let fresh = Policy::metered(metered_module()).expect("instantiates");
     let _ = call(&fresh, name, payload);
-    outcome.memory = probe.last_size();
-    report_memory(name, before, outcome.memory);
+    let cost = fresh.last_cost();
+    outcome.memory = cost.map(|c| c.memory_bytes() as usize);
+    report_memory(
+        name,
+        cost.map(|c| (c.pages_before * PAGE) as usize),
+        outcome.memory,
+    );
     outcome
 }
 
