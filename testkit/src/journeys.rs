@@ -451,6 +451,14 @@ pub fn all() -> Vec<Journey> {
         mode(NATIVE),
         quit_and_back(kube_injected(held(cronjob()), OFF)),
     );
+    // exitOnJobCompletion merged into a config of the workload's own: the
+    // hold it asks for stays, so Istio still starts the proxy first.
+    let held_exit = case(
+        "job-hold-exit",
+        "a Job whose pod template holds the application until the proxy starts, under exitOnJobCompletion: the key joins the config, the hold stays",
+        mode(EXIT),
+        vec![Step::Create(held(job())), run(Ends(EXIT))],
+    );
     let mut held_no_injector = case(
         "kube-injected-cronjob-hold-no-injector",
         "the same where Istio's injector is not called: each Pod runs the policy's order of containers as it is",
@@ -544,6 +552,7 @@ pub fn all() -> Vec<Journey> {
     cases.extend([
         held_cronjob,
         held_injected,
+        held_exit,
         held_no_injector,
         held_by_mesh,
         ported,
