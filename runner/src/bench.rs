@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use crate::admission::{admission_request_for, ModuleAnswer};
 use crate::error::{Error, Result};
 use crate::host::{validate_payload, Policy, ValidationResponse};
-use crate::metered::{MeteredModule, PAGE};
+use crate::metered::{MeteredModule, UNBOUNDED_FUEL};
 
 /// Where to find the four modules, and how long to measure.
 #[derive(Debug, Clone)]
@@ -887,12 +887,12 @@ fn mib(bytes: usize) -> String {
 /// its store), and the last answer, so the caller can check the observed
 /// instance behaved like the timed one.
 pub fn memory_after(module: &[u8], payload: &[u8]) -> Result<(usize, usize, Vec<u8>)> {
-    let policy = Policy::metered(&MeteredModule::new(module, u64::MAX / 2)?)?;
+    let policy = Policy::metered(&MeteredModule::new(module, UNBOUNDED_FUEL)?)?;
     let mut before = None;
     let mut answer = Vec::new();
     for _ in 0..3 {
         answer = policy.call("validate", payload)?;
-        before = before.or_else(|| policy.last_cost().map(|c| c.pages_before * PAGE));
+        before = before.or_else(|| policy.last_cost().map(|c| c.memory_before_bytes()));
     }
     let after = policy.last_cost().map_or(0, |c| c.memory_bytes());
     let bytes = |b: u64| usize::try_from(b).unwrap_or(usize::MAX);

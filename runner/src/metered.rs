@@ -35,6 +35,10 @@ use crate::error::{Error, Result};
 /// The bytes of one page of a wasm linear memory.
 pub const PAGE: u64 = 65536;
 
+/// Fuel for a call meant to be measured, not stopped: more than any call
+/// can use, with room for wasmtime's own arithmetic on it.
+pub const UNBOUNDED_FUEL: u64 = u64::MAX / 2;
+
 /// What one call cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallCost {
@@ -49,6 +53,11 @@ pub struct CallCost {
 }
 
 impl CallCost {
+    /// The guest's linear memory before the call, in bytes.
+    pub fn memory_before_bytes(&self) -> u64 {
+        self.pages_before * PAGE
+    }
+
     /// The guest's linear memory after the call, in bytes.
     pub fn memory_bytes(&self) -> u64 {
         self.pages_after * PAGE
@@ -452,7 +461,7 @@ pub fn cost(
     calls: usize,
 ) -> Result<Measurement> {
     let payload = crate::protocol::validate_payload(request, settings)?;
-    let module = MeteredModule::new(bytes, u64::MAX / 2)?;
+    let module = MeteredModule::new(bytes, UNBOUNDED_FUEL)?;
     let metered = crate::Policy::metered(&module)?;
     metered.set_nodes(nodes.clone());
     metered.call("validate", &payload)?;

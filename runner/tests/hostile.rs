@@ -26,7 +26,7 @@ mod common;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use policy_runner::metered::{MeteredModule, PAGE};
+use policy_runner::metered::{MeteredModule, UNBOUNDED_FUEL};
 use policy_runner::{ModuleAnswer, Policy, ValidationResponse};
 use policy_testkit::names::{APPLIED, MODE, PROXY_CONFIG, STATUS};
 use serde_json::{json, Value};
@@ -130,7 +130,7 @@ fn call(policy: &Policy, name: &str, payload: &[u8]) -> Outcome {
 /// and so reads the guest's linear memory; fuel unbounded.
 fn metered_module() -> &'static MeteredModule {
     static MODULE: OnceLock<MeteredModule> = OnceLock::new();
-    MODULE.get_or_init(|| MeteredModule::new(&module_bytes(), u64::MAX / 2).expect("compiles"))
+    MODULE.get_or_init(|| MeteredModule::new(&module_bytes(), UNBOUNDED_FUEL).expect("compiles"))
 }
 
 /// As `call`, and also on a fresh metered instance to read the guest's
@@ -143,7 +143,7 @@ fn call_measured(policy: &Policy, name: &str, payload: &[u8]) -> Outcome {
     outcome.memory = cost.map(|c| c.memory_bytes() as usize);
     report_memory(
         name,
-        cost.map(|c| (c.pages_before * PAGE) as usize),
+        cost.map(|c| c.memory_before_bytes() as usize),
         outcome.memory,
     );
     outcome
